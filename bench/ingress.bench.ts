@@ -1,0 +1,253 @@
+/**
+ * `svc ingress` against a bare Express 5 + pg handler doing the same two inserts in one transaction.
+ * Both run as their own processes over the same database; this process is the load: keep-alive
+ * HTTP at concurrency 32, bearer-authenticated JSON bodies of ~1 KiB. Rounds alternate between
+ * the two so that noise from the machine lands on both; figures pool each side's rounds.
+ *
+ * Database: SVC_BENCH_DATABASE_URL, else SVC_TEST_DATABASE_URL, else SVC_DATABASE_URL (a server on
+ * which it may create and drop a database), else an embedded Postgres in a temporary directory.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { Agent, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import pg from "pg";
+import { startBoss } from "../db/boss.ts";
+import { createPool } from "../db/connect.ts";
+import { startEmbeddedPostgres } from "../db/embedded.ts";
+import { migrate } from "../db/migrate.ts";
+import { DEFAULT_POOL_SIZE } from "../ingress/main.ts";
+
+const CONCURRENCY = 32;
+const WARMUP = 1_000;
+const PER_ROUND = 3_000;
+const ROUNDS = 3;
+const TOKEN = randomBytes(24).toString("base64url");
+const ROOT = join(import.meta.dirname, "..");
+const NODE = process.execPath;
+
+interface RoundResult {
+  seconds: number;
+  /** CPU the server process spent on the round (user + system) */
+  cpuMs: number;
+  latenciesMs: number[];
+  failures: number;
+}
+
+function post(
+  agent: Agent,
+  port: number,
+  path: string,
+  body: string,
+): Promise<{ status: number; ms: number }> {
+  const started = process.hrtime.bigint();
+  return new Promise((resolve) => {
+    const req = request({
+      host: "127.0.0.1",
+      port,
+      path,
+      method: "POST",
+      agent,
+      headers: {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        authorization: `Bearer ${TOKEN}`,
+      },
+    });
+    req.on("response", (res) => {
+      res.resume();
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, ms: Number(process.hrtime.bigint() - started) / 1e6 }),
+      );
+    });
+    req.on("error", () => resolve({ status: 0, ms: Number(process.hrtime.bigint() - started) / 1e6 }));
+    req.end(body);
+  });
+}
+
+/** user + system CPU of a process, from /proc (Linux); 0 elsewhere */
+function cpuMsOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+async function load(port: number, count: number, pid?: number): Promise<RoundResult> {
+  const cpuBefore = cpuMsOf(pid);
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const latenciesMs: number[] = [];
+  let failures = 0;
+  let sent = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (sent < count) {
+        const n = sent++;
+        const body = JSON.stringify({
+          ref: "refs/heads/main",
+          sequence: n,
+          commits: [{ id: randomBytes(20).toString("hex"), message: "x".repeat(900) }],
+        });
+        const { status, ms } = await post(agent, port, "/webhooks/bench", body);
+        if (status === 202) latenciesMs.push(ms);
+        else failures++;
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  agent.destroy();
+  return { seconds, latenciesMs, failures, cpuMs: cpuMsOf(pid) - cpuBefore };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+function startChild(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  portOf: (line: Record<string, unknown>) => number | undefined,
+) {
+  const child = spawn(NODE, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
+  const port = new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (text) => {
+      try {
+        const found = portOf(JSON.parse(text) as Record<string, unknown>);
+        if (found) resolve(found);
+      } catch {
+        // not JSON: ignore
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`${args.join(" ")} exited with ${code}`)));
+  });
+  return { child, port };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+async function main() {
+  const work = await mkdtemp(join(tmpdir(), "svc-bench-"));
+  await chmod(work, 0o755);
+  let stopEmbedded: (() => Promise<void>) | undefined;
+  const configured =
+    process.env.SVC_BENCH_DATABASE_URL ?? process.env.SVC_TEST_DATABASE_URL ?? process.env.SVC_DATABASE_URL;
+  let adminUrl: string;
+  if (configured) adminUrl = configured;
+  else {
+    const embedded = await startEmbeddedPostgres({ dataDir: join(work, "postgres") });
+    adminUrl = embedded.url;
+    stopEmbedded = embedded.stop;
+  }
+  const name = `svc_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const databaseUrl = url.toString();
+  const children: ChildProcess[] = [];
+  try {
+    const pool = createPool(databaseUrl, { max: 2 });
+    await migrate(pool);
+    const boss = await startBoss({ url: databaseUrl, max: 1, supervise: false });
+    await boss.stop({ graceful: false, close: true });
+
+    const configDir = join(work, ".svc");
+    await mkdir(configDir, { recursive: true });
+    await writeFile(
+      join(configDir, "daemon.yaml"),
+      `server:\n  host: 127.0.0.1\n  port: 7420\nwebhooks:\n  sources:\n    bench:\n      verify: bearer\n      secret: \${BENCH_TOKEN}\n` +
+        `targets:\n  local:\n    runtime: command\n    command: ["cat"]\n    timeout: 1m\nask:\n  targets: [local]\n`,
+    );
+    const svcPort = await freePort();
+    const svc = startChild(
+      [join(ROOT, "bin/svc.js"), "ingress"],
+      {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        SVC_CONFIG_DIR: configDir,
+        SVC_DATABASE_URL: databaseUrl,
+        SVC_PORT: String(svcPort),
+        SVC_LOG_FORMAT: "json",
+        BENCH_TOKEN: TOKEN,
+      },
+      (line) => (line.event === "ingress.listening" ? Number(line.port) : undefined),
+    );
+    const bare = startChild(
+      [join(ROOT, "bench/support/bare-ingress.ts"), databaseUrl, String(DEFAULT_POOL_SIZE)],
+      { PATH: process.env.PATH },
+      (line) => (typeof line.port === "number" ? line.port : undefined),
+    );
+    children.push(svc.child, bare.child);
+    const targets = { bare: await bare.port, svc: await svc.port };
+    const pids = { bare: bare.child.pid, svc: svc.child.pid };
+
+    for (const port of Object.values(targets)) {
+      const warm = await load(port, WARMUP);
+      if (warm.failures) throw new Error(`${warm.failures} warm-up requests failed on port ${port}`);
+    }
+    const results: Record<keyof typeof targets, RoundResult[]> = { bare: [], svc: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const which of ["bare", "svc"] as const)
+        results[which].push(await load(targets[which], PER_ROUND, pids[which]));
+    }
+
+    const summary = (rounds: RoundResult[]) => {
+      const latencies = rounds.flatMap((r) => r.latenciesMs).sort((a, b) => a - b);
+      const accepted = rounds.reduce((sum, r) => sum + r.latenciesMs.length, 0);
+      const seconds = rounds.reduce((sum, r) => sum + r.seconds, 0);
+      return {
+        perSecond: accepted / seconds,
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
+        failures: rounds.reduce((sum, r) => sum + r.failures, 0),
+        cpuPerRequest: rounds.reduce((sum, r) => sum + r.cpuMs, 0) / Math.max(1, accepted),
+      };
+    };
+    const s = summary(results.svc);
+    const b = summary(results.bare);
+    const row = (label: string, x: ReturnType<typeof summary>) =>
+      `${label.padEnd(34)} ${x.perSecond.toFixed(0).padStart(7)} /s   p50 ${x.p50.toFixed(2).padStart(6)} ms   p99 ${x.p99.toFixed(2).padStart(6)} ms   server CPU ${(x.cpuPerRequest * 1000).toFixed(0).padStart(4)} us/req   failed ${x.failures}`;
+    console.log(
+      `accepted webhooks, concurrency ${CONCURRENCY}, ${ROUNDS} alternating rounds of ${PER_ROUND} each, pool ${DEFAULT_POOL_SIZE}`,
+    );
+    console.log(row("svc ingress", s));
+    console.log(row("bare express 5 + pg (baseline)", b));
+    const ratio = s.perSecond / b.perSecond;
+    console.log(
+      `ratio svc / baseline: ${ratio.toFixed(2)} (target >= 0.80); svc p99 ${s.p99.toFixed(2)} ms (target <= 15 ms)`,
+    );
+    if (s.failures || b.failures) process.exitCode = 1;
+  } finally {
+    for (const child of children) await stopChild(child);
+    await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await admin.end();
+    if (stopEmbedded) await stopEmbedded();
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return await new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+await main();

@@ -1,0 +1,331 @@
+/**
+ * Worker benchmark (`npm run bench -- worker`), all measured in this one run:
+ * - baseline: pg-boss's own send-to-handler latency (LISTEN/NOTIFY queue, one job at a time);
+ * - latency from a webhook POST to the first setup step starting, from the wall-clock timestamp the
+ *   step itself records, through real `svc ingress` and `svc worker` processes;
+ * - the drain rate of 1,000 triggers of a no-op pipeline (setup-free, one `/bin/echo` agent), first by
+ *   one worker process at its default concurrency, then by two. The workers are started and idle
+ *   first; the triggers are committed in one transaction (as the ingress stores them) and one NOTIFY
+ *   wakes the workers, so the clock measures draining, not start-up.
+ * Uses SVC_DATABASE_URL / SVC_TEST_DATABASE_URL when set, else a throwaway embedded Postgres.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { PgBoss } from "pg-boss";
+import { NOTIFY_CHANNEL, transactionDb } from "../db/boss.ts";
+import { startEmbeddedPostgres } from "../db/embedded.ts";
+import { DISPATCH_QUEUE } from "../shared/queues.ts";
+
+const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "svc.js");
+const LATENCY_SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
+const DRAIN_TRIGGERS = Number(process.env.BENCH_DRAIN ?? 1_000);
+const TOKEN = "bench-token";
+
+const wallMs = () => performance.timeOrigin + performance.now();
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function startRole(
+  role: string,
+  env: Record<string, string>,
+  ready: string,
+): Promise<{ child: ChildProcess; line: Record<string, unknown> }> {
+  const child = spawn(process.execPath, [BIN, role], {
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/",
+      SVC_LOG_FORMAT: "json",
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let buffer = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString();
+      for (const text of buffer.split("\n").slice(0, -1)) {
+        try {
+          const line = JSON.parse(text);
+          if (line.event === ready) resolve({ child, line });
+        } catch {}
+      }
+      buffer = buffer.slice(buffer.lastIndexOf("\n") + 1);
+    });
+    child.on("exit", (code) => reject(new Error(`${role} exited with ${code}`)));
+  });
+}
+
+async function stopRole(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.removeAllListeners("exit");
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+async function database(): Promise<{ url: string; drop: () => Promise<void> }> {
+  let adminUrl = process.env.SVC_TEST_DATABASE_URL ?? process.env.SVC_DATABASE_URL;
+  let stopEmbedded: (() => Promise<void>) | undefined;
+  let embeddedDir: string | undefined;
+  if (!adminUrl) {
+    embeddedDir = await mkdtemp(join(tmpdir(), "svc-bench-pg-"));
+    await chmod(embeddedDir, 0o755);
+    const embedded = await startEmbeddedPostgres({ dataDir: join(embeddedDir, "postgres") });
+    adminUrl = embedded.url;
+    stopEmbedded = embedded.stop;
+  }
+  const name = `svc_bench_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE "${name}"`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await client.end();
+      if (stopEmbedded) await stopEmbedded();
+      if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function bossBaseline(url: string): Promise<number[]> {
+  const boss = new PgBoss({
+    connectionString: url,
+    schema: "pgboss_bench",
+    useListenNotify: true,
+    supervise: false,
+    max: 4,
+  });
+  boss.on("error", () => {});
+  await boss.start();
+  await boss.createQueue("bench-baseline", { notify: true });
+  const latencies: number[] = [];
+  let arrived: (() => void) | undefined;
+  await boss.work<{ sentAt: number }>(
+    "bench-baseline",
+    { pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: 30 },
+    async ([job]) => {
+      latencies.push(wallMs() - job!.data.sentAt);
+      arrived?.();
+    },
+  );
+  for (let i = 0; i < LATENCY_SAMPLES; i += 1) {
+    const done = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    await boss.send("bench-baseline", { sentAt: wallMs() });
+    await done;
+  }
+  await boss.stop({ graceful: false });
+  return latencies;
+}
+
+const DAEMON = `webhooks:
+  sources:
+    bench-hook: { verify: bearer, secret: "\${BENCH_TOKEN}" }
+    noop-hook: { verify: bearer, secret: "\${BENCH_TOKEN}" }
+targets:
+  echo:
+    runtime: command
+    command: ["/bin/echo", "{}"]
+    timeout: 30s
+ask:
+  targets: [echo]
+`;
+
+async function main() {
+  const db = await database();
+  const dir = await mkdtemp(join(tmpdir(), "svc-bench-config-"));
+  const children: ChildProcess[] = [];
+  try {
+    await mkdir(join(dir, "pipelines"), { recursive: true });
+    await mkdir(join(dir, "agents", "bench"), { recursive: true });
+    await writeFile(join(dir, "daemon.yaml"), DAEMON);
+    await writeFile(
+      join(dir, "agents", "bench", "PERSONA.md"),
+      "---\nname: bench\ndescription: bench\n---\nNothing.\n",
+    );
+    await writeFile(
+      join(dir, "pipelines", "stamp.yaml"),
+      'version: 1.0.0\nagent: bench\ntrigger:\n  webhook: [bench-hook]\ntargets: [echo]\nsetup:\n  - run: date +%s%N > "$RUN_DIR/started"\ninstructions: stamp\n',
+    );
+    await writeFile(
+      join(dir, "pipelines", "noop.yaml"),
+      "version: 1.0.0\nagent: bench\ntrigger:\n  webhook: [noop-hook]\ntargets: [echo]\ninstructions: nothing\n",
+    );
+
+    const baseline = await bossBaseline(db.url);
+
+    const env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: db.url, BENCH_TOKEN: TOKEN };
+    const port = await freePort();
+    const ingress = await startRole(
+      "ingress",
+      { ...env, SVC_PORT: String(port), SVC_HOST: "127.0.0.1" },
+      "ingress.listening",
+    );
+    children.push(ingress.child);
+    const worker = await startRole("worker", env, "worker.started");
+    children.push(worker.child);
+    const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+
+    const waitDone = async (ids: string[]) => {
+      for (;;) {
+        const { rows } = await pool.query(
+          "SELECT count(*)::int AS n FROM svc.triggers WHERE id = ANY($1) AND status IN ('completed','error','discarded')",
+          [ids],
+        );
+        if (rows[0].n === ids.length) return;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    };
+    const post = async (name: string, body: unknown) => {
+      const response = await fetch(`http://127.0.0.1:${port}/webhooks/${name}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      if (response.status !== 202) throw new Error(`webhook answered ${response.status}`);
+      return ((await response.json()) as { trigger: string }).trigger;
+    };
+
+    // warm-up: first spawn, first queries, JIT
+    for (let i = 0; i < 10; i += 1) await waitDone([await post("bench-hook", { warm: i })]);
+    const posted: { id: string; at: number }[] = [];
+    for (let i = 0; i < LATENCY_SAMPLES; i += 1) {
+      const at = wallMs();
+      const id = await post("bench-hook", { i });
+      posted.push({ id, at });
+      await waitDone([id]);
+    }
+    const latencies: number[] = [];
+    // where the time goes, from the database's own clock (same machine): the ingress transaction
+    // starting, the worker's dispatch transaction starting, the setup task row, the step itself
+    const phases: Record<string, number[]> = {
+      "POST -> ingress transaction": [],
+      "ingress transaction -> worker dispatch transaction": [],
+      "dispatch transaction -> setup step running": [],
+    };
+    for (const { id, at } of posted) {
+      const { rows } = await pool.query(
+        `SELECT w.id AS run, i.id AS inv,
+                extract(epoch FROM t.created_at) * 1000 AS trigger_at,
+                extract(epoch FROM i.started_at) * 1000 AS claimed_at
+           FROM svc.triggers t JOIN svc.workloads w ON w.trigger_id = t.id
+           JOIN svc.invocations i ON i.workload_id = w.id WHERE t.id = $1`,
+        [id],
+      );
+      const stamp = await readFile(
+        join(dir, "workspaces", rows[0].run, rows[0].inv, "run", "started"),
+        "utf8",
+      );
+      const stepAt = Number(BigInt(stamp.trim()) / 1000n) / 1000;
+      latencies.push(stepAt - at);
+      phases["POST -> ingress transaction"]!.push(Number(rows[0].trigger_at) - at);
+      phases["ingress transaction -> worker dispatch transaction"]!.push(
+        Number(rows[0].claimed_at) - Number(rows[0].trigger_at),
+      );
+      phases["dispatch transaction -> setup step running"]!.push(stepAt - Number(rows[0].claimed_at));
+    }
+
+    await stopRole(worker.child);
+
+    // drain: idle workers, then 1,000 triggers committed at once (as the ingress stores them) and one wake-up
+    const drain = async (workers: number): Promise<number> => {
+      const started = await Promise.all(
+        Array.from({ length: workers }, () => startRole("worker", env, "worker.started")),
+      );
+      for (const role of started) children.push(role.child);
+      const ids: string[] = [];
+      const client = await pool.connect();
+      const boss = new PgBoss({
+        connectionString: db.url,
+        schema: "pgboss",
+        supervise: false,
+        migrate: false,
+      });
+      boss.on("error", () => {});
+      await boss.start();
+      await client.query("BEGIN");
+      for (let i = 0; i < DRAIN_TRIGGERS; i += 1) {
+        const id = `trg_${randomBytes(10)
+          .toString("hex")
+          .replace(/[^a-z2-7]/g, "a")}`;
+        await client.query(
+          "INSERT INTO svc.triggers (id, kind, source, event_name, payload) VALUES ($1, 'webhook', 'noop-hook', 'noop-hook', '{}')",
+          [id],
+        );
+        await boss.send(DISPATCH_QUEUE, { triggerId: id }, { db: transactionDb(client) });
+        ids.push(id);
+      }
+      await client.query("COMMIT");
+      const start = wallMs();
+      await client.query("SELECT pg_notify($1, $2)", [NOTIFY_CHANNEL, DISPATCH_QUEUE]);
+      client.release();
+      await boss.stop({ graceful: false });
+      await waitDone(ids);
+      const seconds = (wallMs() - start) / 1000;
+      for (const role of started) await stopRole(role.child);
+      return seconds;
+    };
+    const drainOne = await drain(1);
+    const drainTwo = await drain(2);
+    await pool.end();
+
+    const baseP50 = percentile(baseline, 50);
+    const baseP99 = percentile(baseline, 99);
+    const p50 = percentile(latencies, 50);
+    const p99 = percentile(latencies, 99);
+    console.log(
+      `pg-boss send -> handler (baseline, ${baseline.length} jobs): p50 ${fmt(baseP50)}  p99 ${fmt(baseP99)}`,
+    );
+    console.log(
+      `webhook POST -> first setup step (${latencies.length} triggers): p50 ${fmt(p50)}  p99 ${fmt(p99)}`,
+    );
+    console.log(`ratio to baseline: p50 ${(p50 / baseP50).toFixed(1)}x  p99 ${(p99 / baseP99).toFixed(1)}x`);
+    for (const [phase, values] of Object.entries(phases)) {
+      console.log(`  ${phase}: p50 ${fmt(percentile(values, 50))}  p99 ${fmt(percentile(values, 99))}`);
+    }
+    console.log(
+      `target p50 <= 10 ms: ${p50 <= 10 ? "met" : "MISSED"}; p99 <= 30 ms: ${p99 <= 30 ? "met" : "MISSED"}`,
+    );
+    for (const [workers, seconds] of [
+      [1, drainOne],
+      [2, drainTwo],
+    ] as const) {
+      console.log(
+        `drain: ${DRAIN_TRIGGERS} no-op triggers in ${seconds.toFixed(2)} s = ${(DRAIN_TRIGGERS / seconds).toFixed(0)} triggers/s (${workers} worker${workers > 1 ? "s" : ""}, default concurrency)`,
+      );
+    }
+  } finally {
+    for (const child of children) await stopRole(child).catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+    await db.drop();
+  }
+}
+
+await main();

@@ -1,0 +1,94 @@
+import { Args, Command, Flags } from "@oclif/core";
+import { createPool, redactUrl, resolveDatabase } from "../../../db/connect.ts";
+import { migrate } from "../../../db/migrate.ts";
+import { putSecret } from "../../../db/secrets.ts";
+import { configDirFrom, instanceKeyPath } from "../../../shared/config/dir.ts";
+import { InstanceKeyError, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
+
+const SOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export default class SetupWebhook extends Command {
+  static override summary =
+    "Store a webhook source's secret in the database, encrypted with the instance key";
+  static override description =
+    "Reads the secret from the environment variable named by --secret-env (never from the command line, which " +
+    "other users and shell history can see), encrypts it with AES-256-GCM under the instance key and stores it " +
+    "as webhook/<name>. The instance key file must exist first (`svc setup instance-key`, or restore it). " +
+    "Running processes do not see the new secret: set `secret_ref: webhook/<name>` on webhooks.sources.<name> " +
+    "in daemon.yaml, then restart the daemon.";
+  static override examples = [
+    "GITHUB_WEBHOOK_SECRET=... <%= config.bin %> setup webhook github --secret-env GITHUB_WEBHOOK_SECRET",
+    "SVC_DATABASE_URL=postgres://svc@db/svc <%= config.bin %> setup webhook deploy-hook --secret-env DEPLOY_TOKEN",
+  ];
+  static override args = {
+    name: Args.string({
+      description: "the webhook source name (the route /webhooks/<name>)",
+      required: true,
+    }),
+  };
+  static override flags = {
+    "secret-env": Flags.string({
+      description: "name of the environment variable that holds the secret",
+      helpValue: "<ENV_NAME>",
+      required: true,
+    }),
+    dir: Flags.string({
+      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
+      helpValue: "<path>",
+    }),
+  };
+
+  /** The message as written (oclif's error() rewraps it), then exit 1. */
+  private fail(message: string): never {
+    process.stderr.write(`${message}\n`);
+    return this.exit(1);
+  }
+
+  async run(): Promise<void> {
+    const { args, flags } = await this.parse(SetupWebhook);
+    const env = flags.dir ? { ...process.env, SVC_CONFIG_DIR: flags.dir } : process.env;
+    const envName = flags["secret-env"];
+    if (!SOURCE_NAME.test(args.name)) {
+      this.fail(`"${args.name}" is not a webhook source name: use letters, digits, ".", "_" and "-"`);
+    }
+    if (!ENV_NAME.test(envName)) {
+      this.fail(`--secret-env takes the name of an environment variable, like GITHUB_WEBHOOK_SECRET`);
+    }
+    const value = env[envName];
+    if (value === undefined || value === "") {
+      this.fail(
+        `the environment variable ${envName} is not set or is empty; export it with the secret, then run again`,
+      );
+    }
+    const configDir = configDirFrom(env);
+    const keyPath = instanceKeyPath(configDir, env);
+    let key: Buffer;
+    try {
+      key = await readInstanceKey(keyPath);
+    } catch (error) {
+      if (error instanceof InstanceKeyError) {
+        this.fail(`cannot store webhook/${args.name}: ${error.message}`);
+      }
+      throw error;
+    }
+    const name = `webhook/${args.name}`;
+    const database = await resolveDatabase(configDir, env);
+    const pool = createPool(database.url, { max: 1, applicationName: "svc-setup" });
+    try {
+      await migrate(pool);
+      await putSecret(pool, key, name, value);
+    } catch (error) {
+      this.fail(
+        `cannot store ${name} in the database at ${redactUrl(database.url)}: ${(error as Error).message}`,
+      );
+    } finally {
+      await pool.end();
+    }
+    this.log(`stored the secret ${name}, encrypted with the instance key ${keyPath}.`);
+    this.log(
+      `Next: set "secret_ref: ${name}" on webhooks.sources.${args.name} in daemon.yaml, then restart the daemon ` +
+        "(svc daemon restart) - running processes keep the configuration and secrets they started with.",
+    );
+  }
+}

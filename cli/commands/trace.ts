@@ -1,0 +1,132 @@
+import { Args, Command } from "@oclif/core";
+import { connectDaemon, DaemonError, DaemonUnreachableError } from "../client.ts";
+
+/** A kind prefix plus at least six id characters, as the daemon requires. */
+const TRACE_ID = /^(trg|run|inv|tsk)_[a-z2-7]{6,}$/;
+
+interface Diagnostic {
+  code: string;
+  message: string;
+}
+interface TraceAnswer {
+  resolved: string;
+  trigger: Record<string, unknown> | null;
+  workload: Record<string, unknown> | null;
+  workloads: Record<string, unknown>[];
+  invocations: (Record<string, unknown> & {
+    id: string;
+    workloadId: string;
+    diagnostic: Diagnostic | null;
+  })[];
+  tasks: (Record<string, unknown> & { id: string; invocationId: string })[];
+  artifacts: Record<string, { manifest: Record<string, unknown>[]; rendered: Record<string, string | null> }>;
+}
+
+export interface TraceJson {
+  trigger: TraceAnswer["trigger"];
+  workload: TraceAnswer["workload"];
+  invocations: (TraceAnswer["invocations"][number] & {
+    diagnostic_code: string | null;
+    diagnostic_message: string | null;
+  })[];
+  tasks: TraceAnswer["tasks"];
+  artifacts: TraceAnswer["artifacts"];
+}
+
+export default class Trace extends Command {
+  static override summary = "Show the lineage of a trigger, workload, invocation or task";
+  static override description =
+    "Asks the running daemon (GET /trace/:id at SVC_DAEMON_URL) for the tree around an id: trigger, workload, " +
+    "invocations with their diagnostics, tasks and artifacts. The id is a kind prefix (trg_, run_, inv_, tsk_) " +
+    "plus at least six characters; a unique prefix is resolved and `resolved <input> -> <full-id>` is written " +
+    "to stderr. An ambiguous prefix lists the candidates and exits 1. Needs `triggers:read`.";
+  static override examples = [
+    "<%= config.bin %> trace trg_4kq7zd",
+    "<%= config.bin %> trace inv_m2x9ab3c --json",
+    "SVC_DAEMON_URL=https://svc.example.com <%= config.bin %> trace run_abcdef",
+  ];
+  static override enableJsonFlag = true;
+  static override args = {
+    id: Args.string({
+      description: "a trg_, run_, inv_ or tsk_ id, or a prefix of at least six characters after it",
+      required: true,
+    }),
+  };
+
+  async run(): Promise<TraceJson> {
+    const { args } = await this.parse(Trace);
+    const input = args.id.trim();
+    if (!TRACE_ID.test(input)) {
+      this.error(
+        `"${input}" is not a traceable id: use trg_, run_, inv_ or tsk_ followed by at least six characters`,
+        {
+          exit: 2,
+        },
+      );
+    }
+    let answer: TraceAnswer;
+    try {
+      const client = await connectDaemon();
+      answer = await client.get<TraceAnswer>(`/trace/${encodeURIComponent(input)}`);
+    } catch (error) {
+      if (error instanceof DaemonError && error.code === "ambiguous_id") {
+        const candidates = (error.details.candidates as string[] | undefined) ?? [];
+        this.logToStderr(`${input} is ambiguous; candidates:`);
+        for (const candidate of candidates) this.logToStderr(`  ${candidate}`);
+        this.exit(1);
+      }
+      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
+        this.error(error.message, { exit: 1 });
+      throw error;
+    }
+    if (answer.resolved !== input) this.logToStderr(`resolved ${input} -> ${answer.resolved}`);
+    const json: TraceJson = {
+      trigger: answer.trigger,
+      workload: answer.workload,
+      invocations: answer.invocations.map((invocation) => ({
+        ...invocation,
+        diagnostic_code: invocation.diagnostic?.code ?? null,
+        diagnostic_message: invocation.diagnostic?.message ?? null,
+      })),
+      tasks: answer.tasks,
+      artifacts: answer.artifacts,
+    };
+    if (!this.jsonEnabled()) for (const line of renderTree(answer)) this.log(line);
+    return json;
+  }
+}
+
+export function renderTree(answer: TraceAnswer): string[] {
+  const lines: string[] = [];
+  const t = answer.trigger;
+  let indent = "";
+  if (t) {
+    const diag = t.diagnostic as Diagnostic | null;
+    lines.push(
+      `trigger ${t.id}  ${t.kind} ${t.source} ${t.eventName}  ${t.status}${diag ? `  [${diag.code}] ${diag.message}` : ""}`,
+    );
+    indent = "  ";
+  }
+  const workloads = answer.workloads.length ? answer.workloads : answer.workload ? [answer.workload] : [];
+  if (!workloads.length && t) lines.push(`${indent}(no workloads)`);
+  for (const workload of workloads) {
+    lines.push(
+      `${indent}workload ${workload.id}  ${workload.pipeline}  ${workload.status}${workload.owner ? `  owner ${workload.owner}` : ""}`,
+    );
+    for (const invocation of answer.invocations.filter((row) => row.workloadId === workload.id)) {
+      const diag = invocation.diagnostic;
+      lines.push(
+        `${indent}  invocation ${invocation.id}  ${invocation.status}${invocation.target ? `  target ${invocation.target}` : ""}` +
+          `${diag ? `  [${diag.code}] ${diag.message}` : ""}`,
+      );
+      for (const task of answer.tasks.filter((row) => row.invocationId === invocation.id)) {
+        const exit = task.exitCode === null || task.exitCode === undefined ? "" : `  exit ${task.exitCode}`;
+        lines.push(`${indent}    task ${task.id}  ${task.kind} ${task.name}  ${task.status}${exit}`);
+      }
+      for (const artifact of answer.artifacts[invocation.id]?.manifest ?? []) {
+        lines.push(`${indent}    artifact ${artifact.name}  ${artifact.mediaType}  ${artifact.size} bytes`);
+      }
+    }
+  }
+  return lines;
+}

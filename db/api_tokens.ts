@@ -1,0 +1,95 @@
+import { createHash, randomBytes } from "node:crypto";
+import { newId } from "../shared/ids.ts";
+import type { Queryable } from "./queryable.ts";
+
+/** The prefix makes a leaked svc token recognisable to secret scanners. */
+const TOKEN_PREFIX = "svct_";
+
+export interface ApiTokenRow {
+  id: string;
+  name: string;
+  scopes: string[];
+  sandboxed: boolean;
+  invocation_id: string | null;
+  created_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface IssuedToken {
+  id: string;
+  name: string;
+  scopes: string[];
+  /** shown to the caller once; only its hash is stored */
+  token: string;
+}
+
+export function hashToken(token: string): Buffer {
+  return createHash("sha256").update(token, "utf8").digest();
+}
+
+export async function issueToken(
+  db: Queryable,
+  options: { name: string; scopes: string[]; sandboxed?: boolean; invocationId?: string; expiresAt?: Date },
+): Promise<IssuedToken> {
+  const id = newId("token");
+  const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
+  await db.query(
+    `INSERT INTO svc.api_tokens (id, name, token_hash, scopes, sandboxed, invocation_id, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [
+      id,
+      options.name,
+      hashToken(token),
+      options.scopes,
+      options.sandboxed ?? false,
+      options.invocationId ?? null,
+      options.expiresAt ?? null,
+    ],
+  );
+  return { id, name: options.name, scopes: options.scopes, token };
+}
+
+/**
+ * The token the worker gives a sandboxed agent run: it carries the scopes the run needs, and the
+ * daemon refuses it for host tools whatever those scopes are.
+ */
+export function issueSandboxToken(
+  db: Queryable,
+  options: { invocationId: string; scopes: string[]; expiresAt?: Date },
+): Promise<IssuedToken> {
+  return issueToken(db, {
+    name: `sandbox/${options.invocationId}`,
+    scopes: options.scopes,
+    sandboxed: true,
+    invocationId: options.invocationId,
+    ...(options.expiresAt ? { expiresAt: options.expiresAt } : {}),
+  });
+}
+
+/** A live token by the hash of its value; revoked and expired tokens are not found. */
+export async function findTokenByHash(db: Queryable, hash: Buffer): Promise<ApiTokenRow | undefined> {
+  const { rows } = await db.query<ApiTokenRow>(
+    `SELECT id, name, scopes, sandboxed, invocation_id, created_at, expires_at, revoked_at
+       FROM svc.api_tokens
+      WHERE token_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
+    [hash],
+  );
+  return rows[0];
+}
+
+export async function revokeToken(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    "UPDATE svc.api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
+    [id],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export async function revokeInvocationTokens(db: Queryable, invocationId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    "UPDATE svc.api_tokens SET revoked_at = now() WHERE invocation_id = $1 AND revoked_at IS NULL",
+    [invocationId],
+  );
+  return rowCount ?? 0;
+}

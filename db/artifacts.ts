@@ -1,0 +1,56 @@
+import type { Queryable } from "./queryable.ts";
+
+export interface ArtifactRow {
+  id: string;
+  invocation_id: string;
+  task_id: string | null;
+  name: string;
+  media_type: string;
+  size: number;
+  path: string | null;
+  rendered: string | null;
+  created_at: Date;
+}
+
+/** A retried attempt writes the same artifact names again; the newest file wins. */
+export async function upsertArtifact(
+  db: Queryable,
+  row: {
+    id: string;
+    invocationId: string;
+    taskId: string | null;
+    name: string;
+    mediaType: string;
+    size: number;
+    path: string | null;
+    rendered: string | null;
+  },
+): Promise<void> {
+  await db.query(
+    `INSERT INTO svc.artifacts (id, invocation_id, task_id, name, media_type, size, path, rendered)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (invocation_id, name) DO UPDATE
+       SET task_id = EXCLUDED.task_id, media_type = EXCLUDED.media_type, size = EXCLUDED.size,
+           path = EXCLUDED.path, rendered = EXCLUDED.rendered, created_at = now()`,
+    [row.id, row.invocationId, row.taskId, row.name, row.mediaType, row.size, row.path, row.rendered],
+  );
+}
+
+export async function listArtifacts(db: Queryable, invocationId: string): Promise<ArtifactRow[]> {
+  const { rows } = await db.query<ArtifactRow>(
+    "SELECT * FROM svc.artifacts WHERE invocation_id = $1 ORDER BY created_at, name",
+    [invocationId],
+  );
+  return rows.map((row) => ({ ...row, size: Number(row.size) }));
+}
+
+/** Transcripts past retention lose their stored text too; the row stays so the lineage remains readable. */
+export async function expireTranscripts(db: Queryable, olderThanDays: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE svc.artifacts SET rendered = NULL, path = NULL
+      WHERE name = 'transcript' AND (rendered IS NOT NULL OR path IS NOT NULL)
+        AND created_at < now() - make_interval(days => $1)`,
+    [olderThanDays],
+  );
+  return rowCount ?? 0;
+}

@@ -1,0 +1,170 @@
+import { createHash } from "node:crypto";
+import type pg from "pg";
+import { type Db, PgBoss } from "pg-boss";
+import { DISPATCH_QUEUE } from "../shared/queues.ts";
+
+export const BOSS_SCHEMA = "pgboss";
+
+export interface BossOptions {
+  url: string;
+  /** connections pg-boss may hold for itself */
+  max?: number;
+  /** workers pass true to be woken by NOTIFY; polling stays as the backstop */
+  listen?: boolean;
+  /** the ingress only sends; it runs no maintenance */
+  supervise?: boolean;
+  schedule?: boolean;
+}
+
+export async function startBoss(options: BossOptions): Promise<PgBoss> {
+  const boss = new PgBoss({
+    connectionString: options.url,
+    schema: BOSS_SCHEMA,
+    max: options.max ?? 4,
+    useListenNotify: options.listen ?? false,
+    supervise: options.supervise ?? true,
+    schedule: options.schedule ?? false,
+    migrate: true,
+    application_name: "svc-boss",
+  });
+  // pg-boss reports connection loss as 'error' events; unhandled they would crash the process
+  boss.on("error", () => {});
+  await boss.start();
+  await ensureQueue(boss, DISPATCH_QUEUE, { notify: false });
+  // a dispatch queue created by an earlier version still NOTIFYs inside every send's transaction
+  if ((await boss.getQueue(DISPATCH_QUEUE))?.notify)
+    await boss.updateQueue(DISPATCH_QUEUE, { notify: false });
+  return boss;
+}
+
+/**
+ * pg-boss's LISTEN channel for our schema (its `notifyChannelSql`: `pgboss_` plus 24 hex digits of
+ * the schema name's SHA-224). Workers started with `listen: true` wake on it for the queue named in
+ * the payload, whatever that queue's own `notify` setting.
+ */
+export const NOTIFY_CHANNEL = `pgboss_${createHash("sha224").update(BOSS_SCHEMA).digest("hex").slice(0, 24)}`;
+
+const wakers = new WeakMap<PgBoss, Map<string, { inFlight: boolean; again: boolean; startedAt: number }>>();
+
+/** Under a stream of jobs, at most one NOTIFY per queue per this many milliseconds. */
+const WAKE_SPACING_MS = 5;
+
+/**
+ * Wakes the workers LISTENing for `queue`, after the transaction that sent its jobs has committed.
+ *
+ * Why not pg-boss's per-queue `notify`: it runs pg_notify inside the sending transaction, and
+ * Postgres serialises every committing transaction that has notified on one cluster-wide lock held
+ * through its WAL flush, so concurrent webhook commits queue up behind each other's fsync (measured
+ * by bench/ingress.bench.ts: 183 against 308 accepted webhooks per second). A NOTIFY in its own
+ * transaction writes no WAL, so it holds that lock only for an instant. Calls coalesce: one NOTIFY
+ * per queue is in flight at a time, spaced at least WAKE_SPACING_MS apart, and a call made meanwhile
+ * causes one more after it, so a job committed before any call is always followed by a NOTIFY that
+ * starts after it. Best effort: polling picks the job up if a NOTIFY is lost.
+ */
+export function wakeWorkers(boss: PgBoss, queue: string): void {
+  let byQueue = wakers.get(boss);
+  if (!byQueue) {
+    byQueue = new Map();
+    wakers.set(boss, byQueue);
+  }
+  let state = byQueue.get(queue);
+  if (!state) {
+    state = { inFlight: false, again: false, startedAt: 0 };
+    byQueue.set(queue, state);
+  }
+  if (state.inFlight) {
+    state.again = true;
+    return;
+  }
+  const current = state;
+  current.inFlight = true;
+  current.startedAt = Date.now();
+  void boss
+    .getDb()
+    .executeSql("SELECT pg_notify($1, $2)", [NOTIFY_CHANNEL, queue])
+    .catch(() => {})
+    .finally(() => {
+      if (!current.again) {
+        current.inFlight = false;
+        return;
+      }
+      current.again = false;
+      // still "in flight" while spaced out, so calls in the meantime fold into this next NOTIFY
+      setTimeout(
+        () => {
+          current.inFlight = false;
+          wakeWorkers(boss, queue);
+        },
+        Math.max(0, current.startedAt + WAKE_SPACING_MS - Date.now()),
+      ).unref();
+    });
+}
+
+/** Queues are created with `notify: true` so LISTEN-ing workers are woken the moment a job lands. */
+export async function ensureQueue(
+  boss: PgBoss,
+  name: string,
+  options: { retryLimit?: number; expireInSeconds?: number; notify?: boolean } = {},
+) {
+  const existing = await boss.getQueue(name);
+  if (existing) return;
+  try {
+    await boss.createQueue(name, {
+      notify: options.notify ?? true,
+      retryLimit: options.retryLimit ?? 3,
+      retryDelay: 1,
+      retryBackoff: true,
+      expireInSeconds: options.expireInSeconds ?? 3600,
+    });
+  } catch (error) {
+    // another process created it between our check and our create
+    if (!(await boss.getQueue(name))) throw error;
+  }
+}
+
+/**
+ * A target's lane queue. Whichever process needs it first creates it (worker start-up, the API's
+ * submit and reconcile routes), and pg-boss keeps the first creator's options, so they all create
+ * it here, alike: no per-send NOTIFY (senders call wakeWorkers after commit), and an expiry past
+ * the longest target timeout so a long agent run is never expired under its worker.
+ */
+export async function ensureLaneQueue(
+  boss: PgBoss,
+  name: string,
+  targets: Readonly<Record<string, { timeoutMs: number }>>,
+): Promise<void> {
+  const longest = Math.max(60_000, ...Object.values(targets).map((target) => target.timeoutMs));
+  await ensureQueue(boss, name, {
+    retryLimit: 5,
+    expireInSeconds: Math.ceil(longest / 1000) + 600,
+    notify: false,
+  });
+}
+
+/**
+ * Lets `boss.send(..., { db })` join a transaction we opened on our own client.
+ * `prepare: true` runs each statement as a named prepared statement, so Postgres parses and plans
+ * pg-boss's long insert once per connection instead of once per job. Only for calls whose SQL text
+ * is fixed (`send` to a given queue): every distinct text stays prepared for the connection's life.
+ */
+export function transactionDb(client: pg.ClientBase, options: { prepare?: boolean } = {}): Db {
+  return {
+    executeSql: async (text, values) => {
+      const result = options.prepare
+        ? await client.query({ name: statementName(text), text, values: values as unknown[] })
+        : await client.query(text, values as unknown[]);
+      return { rows: result.rows };
+    },
+  };
+}
+
+const statementNames = new Map<string, string>();
+
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (!name) {
+    name = `boss_${createHash("sha1").update(text).digest("hex").slice(0, 20)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}

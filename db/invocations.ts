@@ -1,0 +1,275 @@
+import type { Diagnostic } from "../shared/diagnostics.ts";
+import type { Queryable } from "./queryable.ts";
+
+export type InvocationStatus = "queued" | "running" | "completed" | "failed" | "cancelled";
+
+export interface InvocationRow {
+  id: string;
+  workload_id: string;
+  status: InvocationStatus;
+  diagnostic: Diagnostic | null;
+  target: string | null;
+  attempts: number;
+  result: unknown;
+  worker_id: string | null;
+  heartbeat_at: Date | null;
+  started_at: Date | null;
+  finished_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export async function insertInvocation(
+  db: Queryable,
+  row: { id: string; workloadId: string; target: string | null },
+): Promise<void> {
+  await db.query(
+    "INSERT INTO svc.invocations (id, workload_id, status, target) VALUES ($1, $2, 'queued', $3)",
+    [row.id, row.workloadId, row.target],
+  );
+}
+
+/**
+ * Dispatch's in-process fast path: the invocation is created already held by the dispatching
+ * worker (inside the dispatch transaction, so nobody else can see it queued), together with its
+ * workload, in one statement; the worker then runs it without a lane job. A crash before its first
+ * heartbeat leaves a `running` row whose heartbeat goes stale, and the reaper queues it again like
+ * any lost run.
+ */
+export async function insertWorkloadWithClaimedInvocation(
+  db: Queryable,
+  row: {
+    workloadId: string;
+    triggerId: string;
+    pipeline: string;
+    owner: string | null;
+    workspace: string;
+    invocationId: string;
+    target: string | null;
+    workerId: string;
+  },
+): Promise<InvocationRow> {
+  const { rows } = await db.query<InvocationRow>(
+    `WITH w AS (
+       INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace)
+       VALUES ($1, $2, $3, $4, 'open', $5) RETURNING id)
+     INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at)
+     SELECT $6, w.id, 'running', $7, $8, now(), 1, now() FROM w
+     RETURNING *`,
+    [
+      row.workloadId,
+      row.triggerId,
+      row.pipeline,
+      row.owner,
+      row.workspace,
+      row.invocationId,
+      row.target,
+      row.workerId,
+    ],
+  );
+  return rows[0]!;
+}
+
+export async function getInvocation(db: Queryable, id: string): Promise<InvocationRow | undefined> {
+  const { rows } = await db.query<InvocationRow>("SELECT * FROM svc.invocations WHERE id = $1", [id]);
+  return rows[0];
+}
+
+export async function listInvocationsForTrigger(db: Queryable, triggerId: string): Promise<InvocationRow[]> {
+  const { rows } = await db.query<InvocationRow>(
+    `SELECT i.* FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
+     WHERE w.trigger_id = $1 ORDER BY i.created_at, i.id`,
+    [triggerId],
+  );
+  return rows;
+}
+
+/**
+ * The exactly-once gate: only one worker's UPDATE can move a row out of `queued` (or take over a
+ * `running` row whose holder stopped heartbeating), so two workers holding jobs for the same
+ * invocation never both run it.
+ */
+export async function claimInvocation(
+  db: Queryable,
+  id: string,
+  workerId: string,
+  staleAfterMs: number,
+): Promise<InvocationRow | undefined> {
+  const { rows } = await db.query<InvocationRow>(
+    `UPDATE svc.invocations
+        SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
+            started_at = coalesce(started_at, now()), updated_at = now()
+      WHERE id = $1
+        AND (status = 'queued'
+             OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
+      RETURNING *`,
+    [id, workerId, staleAfterMs],
+  );
+  return rows[0];
+}
+
+/**
+ * The batch form of claimInvocation: one statement for every job a lane fetch returned. Rows that
+ * are not claimable (another worker holds them, cancelled, finished) are simply not returned.
+ */
+export async function claimInvocations(
+  db: Queryable,
+  ids: string[],
+  workerId: string,
+  staleAfterMs: number,
+): Promise<InvocationRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<InvocationRow>(
+    `UPDATE svc.invocations
+        SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
+            started_at = coalesce(started_at, now()), updated_at = now()
+      WHERE id = ANY($1::text[])
+        AND (status = 'queued'
+             OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
+      RETURNING *`,
+    [ids, workerId, staleAfterMs],
+  );
+  return rows;
+}
+
+/** The channel on which the API announces a cancelled invocation (payload: its id) after commit. */
+export const CANCEL_CHANNEL = "svc_invocation_cancelled";
+
+/** Wakes the worker running `id` so it stops at once; its heartbeat finds the cancellation otherwise. */
+export async function notifyInvocationCancelled(db: Queryable, id: string): Promise<void> {
+  await db.query("SELECT pg_notify($1, $2)", [CANCEL_CHANNEL, id]);
+}
+
+export async function getInvocationStatus(db: Queryable, id: string): Promise<InvocationStatus | undefined> {
+  const { rows } = await db.query<{ status: InvocationStatus }>(
+    "SELECT status FROM svc.invocations WHERE id = $1",
+    [id],
+  );
+  return rows[0]?.status;
+}
+
+/** Returns false when this worker no longer holds the row (another worker took it over). */
+export async function heartbeatInvocation(db: Queryable, id: string, workerId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    "UPDATE svc.invocations SET heartbeat_at = now() WHERE id = $1 AND worker_id = $2 AND status = 'running'",
+    [id, workerId],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export async function setInvocationTarget(db: Queryable, id: string, target: string): Promise<void> {
+  await db.query("UPDATE svc.invocations SET target = $2, updated_at = now() WHERE id = $1", [id, target]);
+}
+
+/** Ends a run this worker holds; a no-op (false) when the row was taken over meanwhile. */
+export async function finishInvocation(
+  db: Queryable,
+  id: string,
+  workerId: string,
+  outcome: { status: "completed" | "failed" | "cancelled"; diagnostic: Diagnostic | null; result?: unknown },
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE svc.invocations
+        SET status = $3, diagnostic = $4, result = $5, finished_at = now(), updated_at = now()
+      WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
+    [
+      id,
+      workerId,
+      outcome.status,
+      outcome.diagnostic ? JSON.stringify(outcome.diagnostic) : null,
+      outcome.result === undefined ? null : JSON.stringify(outcome.result),
+    ],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+/**
+ * Puts a held run back to `queued` (graceful shutdown, or no usable credential) without
+ * spending an attempt, so the retry starts from scratch.
+ */
+export async function releaseInvocation(db: Queryable, id: string, workerId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE svc.invocations
+        SET status = 'queued', worker_id = NULL, heartbeat_at = NULL, attempts = greatest(attempts - 1, 0),
+            updated_at = now()
+      WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
+    [id, workerId],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+export interface StaleInvocation {
+  id: string;
+  attempts: number;
+  target: string | null;
+  workload_id: string;
+}
+
+/** Running rows whose holder stopped heartbeating; locked so concurrent reapers split the work. */
+export async function lockStaleInvocations(
+  db: Queryable,
+  staleAfterMs: number,
+  limit = 100,
+): Promise<StaleInvocation[]> {
+  const { rows } = await db.query<StaleInvocation>(
+    `SELECT id, attempts, target, workload_id FROM svc.invocations
+      WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)
+      ORDER BY heartbeat_at LIMIT $2
+      FOR UPDATE SKIP LOCKED`,
+    [staleAfterMs, limit],
+  );
+  return rows;
+}
+
+export async function requeueInvocation(db: Queryable, id: string): Promise<void> {
+  await db.query(
+    `UPDATE svc.invocations SET status = 'queued', worker_id = NULL, heartbeat_at = NULL, updated_at = now()
+      WHERE id = $1`,
+    [id],
+  );
+}
+
+export async function failLostInvocation(db: Queryable, id: string, diagnostic: Diagnostic): Promise<void> {
+  await db.query(
+    `UPDATE svc.invocations SET status = 'failed', diagnostic = $2, finished_at = now(), updated_at = now()
+      WHERE id = $1`,
+    [id, JSON.stringify(diagnostic)],
+  );
+}
+
+/**
+ * Queued runs that no pg-boss job will ever deliver (a job that used up its retries while workers
+ * stopped): the reaper sends them a fresh job. Reads pg-boss's job table, its public schema.
+ *
+ * It takes no row locks: a claim must never wait on the reaper. Sending a second job for a run that
+ * got one meanwhile is harmless, because only one claim can move a row out of `queued`. The live
+ * jobs are read once and subtracted as a set (HashSetOp Except) instead of scanning pgboss.job per
+ * queued run: measured with 3,000 queued runs and 3,000 live jobs, 13 ms against 2.6 s for the old
+ * correlated NOT EXISTS, which also held row locks that made claims wait for it.
+ */
+export async function listOrphanedQueued(
+  db: Queryable,
+  olderThanMs: number,
+  limit = 100,
+): Promise<StaleInvocation[]> {
+  const { rows } = await db.query<StaleInvocation>(
+    `WITH candidates AS (
+       SELECT i.id, i.attempts, i.target, i.workload_id, i.updated_at FROM svc.invocations i
+        WHERE i.status = 'queued' AND i.updated_at < now() - make_interval(secs => $1::double precision / 1000)
+        ORDER BY i.updated_at LIMIT 1000),
+     orphans AS (
+       SELECT id FROM candidates
+       EXCEPT
+       SELECT j.data->>'invocationId' FROM pgboss.job j
+        WHERE j.name LIKE 'svc-lane-%' AND j.state IN ('created', 'retry', 'active'))
+     SELECT c.id, c.attempts, c.target, c.workload_id FROM candidates c JOIN orphans o ON o.id = c.id
+      ORDER BY c.updated_at LIMIT $2`,
+    [olderThanMs, limit],
+  );
+  return rows;
+}
+
+/** Marks a queued run as just re-sent, so the next scan does not pick it again at once. */
+export async function touchQueuedInvocation(db: Queryable, id: string): Promise<void> {
+  await db.query("UPDATE svc.invocations SET updated_at = now() WHERE id = $1 AND status = 'queued'", [id]);
+}

@@ -1,0 +1,29 @@
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import { DISPATCH_QUEUE, type DispatchJob } from "../shared/queues.ts";
+import { transactionDb, wakeWorkers } from "./boss.ts";
+import { withTransaction } from "./transaction.ts";
+import { insertTrigger, type NewTrigger } from "./triggers.ts";
+
+/**
+ * Records a trigger and its dispatch job in one transaction: after a crash at any instant there is
+ * either both or neither. A redelivery (same source and delivery id) finds the first trigger and
+ * sends nothing, so one delivery never dispatches twice. Workers are woken after the commit
+ * (see `wakeWorkers` for why not inside the transaction).
+ */
+export async function recordTrigger(
+  pool: pg.Pool,
+  boss: PgBoss,
+  trigger: NewTrigger,
+): Promise<{ id: string; created: boolean }> {
+  const result = await withTransaction(pool, async (client) => {
+    const inserted = await insertTrigger(client, trigger);
+    if (inserted.created) {
+      const job: DispatchJob = { triggerId: inserted.id };
+      await boss.send(DISPATCH_QUEUE, job, { db: transactionDb(client, { prepare: true }) });
+    }
+    return inserted;
+  });
+  if (result.created) wakeWorkers(boss, DISPATCH_QUEUE);
+  return result;
+}

@@ -1,0 +1,45 @@
+import type pg from "pg";
+
+/**
+ * Runs `work` on one client inside BEGIN/COMMIT; any throw rolls everything back.
+ *
+ * While a client is checked out, pg-pool removes its own 'error' listener, so a connection the
+ * server terminates between two statements (a restart, a failover) would be an unhandled 'error'
+ * event and end the process. We listen for as long as we hold the client, and a client whose
+ * connection failed is destroyed rather than handed to the next caller.
+ */
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let lost: Error | undefined;
+  const onError = (error: Error) => {
+    lost = error;
+  };
+  client.on("error", onError);
+  let broken = false;
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {
+      broken = true;
+    });
+    broken ||= isConnectionError(error);
+    throw error;
+  } finally {
+    client.off("error", onError);
+    client.release(lost ?? broken);
+  }
+}
+
+/** Errors that say the connection, not the statement, failed: no SQLSTATE, class 08 or 57. */
+export function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return (
+    typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith("08") || code.startsWith("57")
+  );
+}

@@ -1,0 +1,199 @@
+import type { Diagnostic } from "../shared/diagnostics.ts";
+import { newId } from "../shared/ids.ts";
+import type { Queryable } from "./queryable.ts";
+
+/** Queries of `svc.triggers`. Column names are operator-facing API; these functions only alias them. */
+
+export type TriggerKind = "webhook" | "codehost" | "tracker" | "manual" | "schedule" | "replay";
+export type TriggerStatus = "queued" | "running" | "completed" | "error" | "discarded";
+
+export interface NewTrigger {
+  kind: TriggerKind;
+  /** the route name (webhook source) or the origin of a non-webhook trigger */
+  source: string;
+  eventName: string;
+  /** the caller's delivery id; a second insert with the same (source, deliveryId) creates nothing */
+  deliveryId: string | null;
+  /** the payload as JSON text, stored as sent (Postgres normalises it to jsonb) */
+  payloadJson: string;
+  owner?: string | null;
+  replayOf?: string | null;
+}
+
+export interface TriggerSummary {
+  id: string;
+  kind: TriggerKind;
+  source: string;
+  eventName: string;
+  deliveryId: string | null;
+  status: TriggerStatus;
+  diagnostic: Diagnostic | null;
+  owner: string | null;
+  replayOf: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface Trigger extends TriggerSummary {
+  payload: unknown;
+}
+
+const SUMMARY_COLUMNS = `id, kind, source, event_name AS "eventName", delivery_id AS "deliveryId", status,
+  diagnostic, owner, replay_of AS "replayOf", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+/**
+ * Inserts a trigger, or finds the one an earlier delivery with the same id created.
+ * Run it in the transaction that sends the dispatch job, and send only when `created`: a redelivery
+ * waits on the first insert's row lock, then sees its committed row, so it never sends a second job.
+ */
+export async function insertTrigger(
+  db: Queryable,
+  trigger: NewTrigger,
+): Promise<{ id: string; created: boolean }> {
+  const inserted = await db.query<{ id: string }>({
+    // prepared once per connection: this runs for every accepted webhook
+    name: "svc_insert_trigger",
+    text: `INSERT INTO svc.triggers (id, kind, source, event_name, delivery_id, payload, owner, replay_of)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)
+     ON CONFLICT (source, delivery_id) WHERE delivery_id IS NOT NULL DO NOTHING
+     RETURNING id`,
+    values: [
+      newId("trigger"),
+      trigger.kind,
+      trigger.source,
+      trigger.eventName,
+      trigger.deliveryId,
+      trigger.payloadJson,
+      trigger.owner ?? null,
+      trigger.replayOf ?? null,
+    ],
+  });
+  const row = inserted.rows[0];
+  if (row) return { id: row.id, created: true };
+  const existing = await db.query<{ id: string }>(
+    "SELECT id FROM svc.triggers WHERE source = $1 AND delivery_id = $2",
+    [trigger.source, trigger.deliveryId],
+  );
+  const first = existing.rows[0];
+  if (!first)
+    throw new Error(`trigger insert for ${trigger.source} conflicted but no earlier trigger exists`);
+  return { id: first.id, created: false };
+}
+
+export async function getTrigger(db: Queryable, id: string): Promise<Trigger | undefined> {
+  const { rows } = await db.query<Trigger>(
+    `SELECT ${SUMMARY_COLUMNS}, payload FROM svc.triggers WHERE id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+export interface TriggerFilter {
+  status?: TriggerStatus;
+  /** diagnostic code */
+  code?: string;
+  source?: string;
+  /** only triggers created at or after this instant */
+  since?: Date;
+  /** default 50, at most 500 */
+  limit?: number;
+  /** `nextCursor` of the previous page */
+  cursor?: string;
+}
+
+export const MAX_LIST_LIMIT = 500;
+
+export class InvalidCursorError extends Error {}
+
+/** The WHERE clauses (and their parameters) that the list and the stats of triggers share. */
+function filterClauses(filter: Omit<TriggerFilter, "limit" | "cursor">): {
+  where: string[];
+  values: unknown[];
+} {
+  const where: string[] = [];
+  const values: unknown[] = [];
+  const add = (clause: (placeholder: string) => string, value: unknown) => {
+    values.push(value);
+    where.push(clause(`$${values.length}`));
+  };
+  if (filter.status) add((p) => `status = ${p}`, filter.status);
+  if (filter.code) add((p) => `diagnostic->>'code' = ${p}`, filter.code);
+  if (filter.source) add((p) => `source = ${p}`, filter.source);
+  if (filter.since) add((p) => `created_at >= ${p}`, filter.since);
+  return { where, values };
+}
+
+/** Newest first, without payloads; pages by keyset on (created_at, id), which an index serves. */
+export async function listTriggers(
+  db: Queryable,
+  filter: TriggerFilter = {},
+): Promise<{ triggers: TriggerSummary[]; nextCursor: string | null }> {
+  const limit = Math.min(Math.max(Math.trunc(filter.limit ?? 50), 1), MAX_LIST_LIMIT);
+  const { where, values } = filterClauses(filter);
+  if (filter.cursor) {
+    const { createdAt, id } = decodeCursor(filter.cursor);
+    values.push(createdAt, id);
+    where.push(`(created_at, id) < ($${values.length - 1}::timestamptz, $${values.length})`);
+  }
+  values.push(limit + 1);
+  const { rows } = await db.query<TriggerSummary & { cursorTime: string }>(
+    `SELECT ${SUMMARY_COLUMNS}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS "cursorTime"
+     FROM svc.triggers ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+     ORDER BY created_at DESC, id DESC LIMIT $${values.length}`,
+    values,
+  );
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const nextCursor = rows.length > limit && last ? encodeCursor(last.cursorTime, last.id) : null;
+  return { triggers: page.map(({ cursorTime: _, ...summary }) => summary), nextCursor };
+}
+
+// microsecond text, not a JS Date: Dates keep milliseconds and would skip or repeat rows at page edges
+function encodeCursor(createdAt: string, id: string): string {
+  return Buffer.from(`${createdAt}|${id}`, "utf8").toString("base64url");
+}
+
+function decodeCursor(cursor: string): { createdAt: string; id: string } {
+  const [createdAt, id, ...rest] = Buffer.from(cursor, "base64url").toString("utf8").split("|");
+  if (!createdAt || !id || rest.length || Number.isNaN(Date.parse(createdAt))) {
+    throw new InvalidCursorError("the cursor is not one this server returned; start again without it");
+  }
+  return { createdAt, id };
+}
+
+export async function setTriggerStatus(
+  db: Queryable,
+  id: string,
+  status: TriggerStatus,
+  diagnostic: Diagnostic | null = null,
+): Promise<void> {
+  await db.query("UPDATE svc.triggers SET status = $2, diagnostic = $3, updated_at = now() WHERE id = $1", [
+    id,
+    status,
+    diagnostic,
+  ]);
+}
+
+/** What `svc trigger stats --by` can group on, mapped to the grouped expression. */
+export const TRIGGER_STATS_DIMENSIONS = {
+  code: "diagnostic->>'code'",
+  source: "source",
+  kind: "kind",
+} as const;
+export type TriggerStatsDimension = keyof typeof TRIGGER_STATS_DIMENSIONS;
+
+/** Counts of the triggers matching `filter` (limit and cursor ignored), grouped by one dimension. */
+export async function triggerStats(
+  db: Queryable,
+  filter: Omit<TriggerFilter, "limit" | "cursor">,
+  by: TriggerStatsDimension,
+): Promise<{ key: string | null; count: number }[]> {
+  const { where, values } = filterClauses(filter);
+  const { rows } = await db.query<{ key: string | null; count: string }>(
+    `SELECT ${TRIGGER_STATS_DIMENSIONS[by]} AS key, count(*) AS count
+     FROM svc.triggers ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+     GROUP BY 1 ORDER BY 2 DESC, 1 NULLS LAST`,
+    values,
+  );
+  return rows.map((row) => ({ key: row.key, count: Number(row.count) }));
+}

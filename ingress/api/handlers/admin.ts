@@ -1,0 +1,184 @@
+import { ensureLaneQueue, transactionDb, wakeWorkers } from "../../../db/boss.ts";
+import { clearDrain, readDrain, setDrain } from "../../../db/daemon-state.ts";
+import { listMigrations } from "../../../db/migrate.ts";
+import {
+  countFailedSince,
+  findOrphanedInvocations,
+  findOrphanedTriggers,
+  purgeFailedJobs,
+} from "../../../db/queue-jobs.ts";
+import { withTransaction } from "../../../db/transaction.ts";
+import { parseDuration } from "../../../shared/config/duration.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, laneQueue } from "../../../shared/queues.ts";
+import { unknownScopes } from "../../../shared/scopes.ts";
+import { ok, type Reply, type RouteContext } from "../context.ts";
+import { badRequest } from "../errors.ts";
+import { allowOnlyKeys, bodyObject, parseSince } from "../input.ts";
+
+/** Daemon lifecycle routes (`admin`): drain, resume, reconcile, purge and the doctor probes. */
+
+export async function drainRoute(ctx: RouteContext): Promise<Reply> {
+  allowOnlyKeys(bodyObject(ctx.req), []);
+  const state = await setDrain(ctx.deps.pool, ctx.principal.owner);
+  ctx.deps.logger.info("daemon drained", { event: "api.drain", by: ctx.principal.owner });
+  return ok({ drained: true, since: state.since, by: state.by });
+}
+
+export async function resumeRoute(ctx: RouteContext): Promise<Reply> {
+  allowOnlyKeys(bodyObject(ctx.req), []);
+  const wasDrained = await clearDrain(ctx.deps.pool);
+  ctx.deps.logger.info("daemon resumed", {
+    event: "api.resume",
+    by: ctx.principal.owner,
+    was_drained: wasDrained,
+  });
+  return ok({ drained: false, wasDrained });
+}
+
+function seconds(body: Record<string, unknown>, key: string, fallback: string): number {
+  const value = body[key] ?? fallback;
+  const ms = typeof value === "string" ? parseDuration(value) : undefined;
+  if (ms === undefined) throw badRequest(`"${key}" must be a duration such as 30s, 5m or 1h`);
+  return Math.max(1, Math.round(ms / 1000));
+}
+
+/**
+ * Makes the queue match the tables: every queued trigger gets a live dispatch job, every queued
+ * or stale running invocation a live lane job. Sending is idempotent for the worker, whose claim
+ * lets only one job run an invocation.
+ */
+export async function reconcileRoute(ctx: RouteContext): Promise<Reply> {
+  const body = bodyObject(ctx.req);
+  allowOnlyKeys(body, ["olderThan"]);
+  const olderThan = seconds(body, "olderThan", "2m");
+  const triggers = await findOrphanedTriggers(ctx.deps.pool, olderThan);
+  const invocations = await findOrphanedInvocations(ctx.deps.pool, olderThan);
+  for (const lane of new Set(invocations.map((row) => laneQueue(row.target))))
+    await ensureLaneQueue(ctx.deps.boss, lane, ctx.deps.config.targets);
+  await withTransaction(ctx.deps.pool, async (client) => {
+    const db = transactionDb(client);
+    for (const triggerId of triggers) {
+      const job: DispatchJob = { triggerId };
+      await ctx.deps.boss.send(DISPATCH_QUEUE, job, { db });
+    }
+    for (const row of invocations) {
+      const job: InvocationJob = { invocationId: row.id };
+      await ctx.deps.boss.send(laneQueue(row.target), job, { db });
+    }
+  });
+  // jobs sent inside our own transaction notify nobody; wake LISTENing workers once it has committed
+  if (triggers.length) wakeWorkers(ctx.deps.boss, DISPATCH_QUEUE);
+  for (const lane of new Set(invocations.map((row) => laneQueue(row.target))))
+    wakeWorkers(ctx.deps.boss, lane);
+  ctx.deps.logger.info("queue reconciled", {
+    event: "api.reconcile",
+    triggers: triggers.length,
+    invocations: invocations.length,
+  });
+  return ok({ requeued: { triggers, invocations: invocations.map((row) => row.id) } });
+}
+
+/** Deletes the failed history finished before `before` (default: all of it). */
+export async function purgeRoute(ctx: RouteContext): Promise<Reply> {
+  const body = bodyObject(ctx.req);
+  allowOnlyKeys(body, ["before"]);
+  if (body.before !== undefined && typeof body.before !== "string") {
+    throw badRequest('"before" must be an ISO timestamp or a duration such as 7d');
+  }
+  const before = body.before === undefined ? new Date() : parseSince(body.before, "before");
+  const purged = await purgeFailedJobs(ctx.deps.pool, before);
+  ctx.deps.logger.info("failed jobs purged", { event: "api.purge", purged });
+  return ok({ purged, before: before.toISOString() });
+}
+
+export interface Probe {
+  name: string;
+  status: "ok" | "warning" | "error";
+  message: string;
+}
+
+/** Checks only a running daemon can answer; `svc doctor` prints them after its configuration checks. */
+export async function doctorRoute(ctx: RouteContext): Promise<Reply> {
+  const { pool, config } = ctx.deps;
+  const probes: Probe[] = [];
+  const probe = async (name: string, run: () => Promise<Omit<Probe, "name">>) => {
+    try {
+      probes.push({ name, ...(await run()) });
+    } catch (error) {
+      probes.push({ name, status: "error", message: (error as Error).message });
+    }
+  };
+  await probe("database", async () => {
+    const { rows } = await pool.query<{ v: string }>("SHOW server_version");
+    return { status: "ok", message: `PostgreSQL ${rows[0]?.v ?? "?"} reachable` };
+  });
+  await probe("migrations", async () => {
+    const known = await listMigrations();
+    const { rows } = await pool.query<{ version: number }>("SELECT version FROM svc.schema_migrations");
+    const applied = new Set(rows.map((row) => row.version));
+    const pending = known
+      .filter((migration) => !applied.has(migration.version))
+      .map((migration) => migration.name);
+    return pending.length
+      ? {
+          status: "warning",
+          message: `pending migrations: ${pending.join(", ")}; restart the daemon to apply them`,
+        }
+      : { status: "ok", message: `${known.length} migrations applied` };
+  });
+  await probe("queue", async () => {
+    const failed = await countFailedSince(pool, new Date(Date.now() - 86_400_000));
+    return failed
+      ? {
+          status: "warning",
+          message: `${failed} job(s) failed in the last 24h; see svc queue status --verbose`,
+        }
+      : { status: "ok", message: "no failed jobs in the last 24h" };
+  });
+  await probe("drain", async () => {
+    const drain = await readDrain(pool);
+    return drain
+      ? {
+          status: "warning",
+          message: `drained since ${drain.since} by ${drain.by}; workers claim no new work until resumed`,
+        }
+      : { status: "ok", message: "accepting work" };
+  });
+  await probe("credentials", async () => {
+    const { rows } = await pool.query<{ target: string; credential: string }>(
+      "SELECT target, credential FROM svc.credential_cooldowns WHERE state = 'dead' ORDER BY target, credential",
+    );
+    return rows.length
+      ? {
+          status: "warning",
+          message: `dead credentials: ${rows.map((row) => `${row.target}/${row.credential}`).join(", ")}; replace the secret, delete the row and restart`,
+        }
+      : { status: "ok", message: "no dead credentials" };
+  });
+  await probe("tokens", async () => {
+    const refused = Object.values(config.auth?.tokens ?? {})
+      .map((token) => ({ name: token.name, unknown: unknownScopes(token.scopes) }))
+      .filter((token) => token.unknown.length);
+    return refused.length
+      ? {
+          status: "warning",
+          message: refused
+            .map(
+              (token) =>
+                `auth.tokens.${token.name} is refused on every route: unknown scope(s) ${token.unknown.join(", ")}`,
+            )
+            .join("; "),
+        }
+      : {
+          status: "ok",
+          message: `${Object.keys(config.auth?.tokens ?? {}).length} configured token(s) usable`,
+        };
+  });
+  await probe("access", async () => ({
+    status: "ok",
+    message: ctx.access.localInstall
+      ? "local install: loopback clients need no token"
+      : "every scoped route needs a valid token",
+  }));
+  return ok({ probes });
+}

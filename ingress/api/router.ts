@@ -1,0 +1,120 @@
+import express, { type NextFunction, type Request, type Response, Router } from "express";
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { createAccessControl } from "../auth/middleware.ts";
+import { isDatabaseUnavailable, sendError, sendUnavailable } from "../errors.ts";
+import type { Reply } from "./context.ts";
+import { ApiError } from "./errors.ts";
+import { API_ROUTES, REMOVED_ROUTES, requiredScope } from "./routes.ts";
+
+/**
+ * What the daemon API needs from the ingress process. The ingress app builds one of these at
+ * start-up and mounts `createApiRouter(deps)` after the webhook routes.
+ */
+export interface ApiDependencies {
+  pool: pg.Pool;
+  boss: PgBoss;
+  config: Readonly<ConfigSnapshot>;
+  logger: Logger;
+  /** secrets resolved at start-up (stored `secret_ref`s decrypted), keyed by secret name */
+  resolveSecret: (source: SecretSource) => string;
+}
+
+const JSON_LIMIT = "1mb";
+
+/**
+ * Mounts every route of the table in routes.ts with its scope check in front. Authentication runs
+ * per route, never router-wide: a path the table lacks falls through to the app's 404, so removed
+ * and unknown paths answer 404 whatever credentials come with them.
+ */
+export function createApiRouter(deps: ApiDependencies): Router {
+  const router = Router();
+  const access = createAccessControl(deps);
+  const json = express.json({ limit: JSON_LIMIT, type: () => true });
+
+  for (const route of API_ROUTES) {
+    const method = route.method === "GET" ? "get" : "post";
+    router[method](route.path, async (req: Request, res: Response, next: NextFunction) => {
+      res.locals.route = route.path;
+      try {
+        const principal = await access.authenticate(req);
+        try {
+          access.authorize(principal, requiredScope(route, req.params as Record<string, string>));
+        } catch (error) {
+          if (route.refused && error instanceof ApiError && error.status === 403)
+            return send(res, route.refused());
+          throw error;
+        }
+        if (method === "post") await parseBody(json, req, res);
+        send(res, await route.handler({ req, principal, deps, access }));
+      } catch (error) {
+        handleError(error, req, res, next, deps.logger);
+      }
+    });
+  }
+  for (const removed of REMOVED_ROUTES) {
+    router.get(removed.path, (_req, res) => {
+      res.locals.route = removed.path;
+      sendError(
+        res,
+        404,
+        "not_found",
+        `${removed.method} ${removed.path} was removed; use ${removed.replacement}`,
+      );
+    });
+  }
+  return router;
+}
+
+function parseBody(json: express.RequestHandler, req: Request, res: Response): Promise<void> {
+  // an empty body is an empty object; anything else must be JSON
+  if (
+    req.headers["content-length"] === "0" ||
+    (!req.headers["content-length"] && !req.headers["transfer-encoding"])
+  ) {
+    req.body = {};
+    return Promise.resolve();
+  }
+  return new Promise((resolve, reject) => {
+    json(req, res, (error?: unknown) => {
+      if (!error) return resolve();
+      const status = (error as { status?: number }).status;
+      if (status === 413)
+        reject(new ApiError(413, "body_too_large", `the request body exceeds ${JSON_LIMIT}`));
+      else reject(new ApiError(400, "invalid_json", "the request body is not valid JSON"));
+    });
+  });
+}
+
+function send(res: Response, reply: Reply): void {
+  if (reply.body === "") {
+    res.status(reply.status).end();
+    return;
+  }
+  res.status(reply.status).json(reply.body);
+}
+
+function handleError(error: unknown, req: Request, res: Response, next: NextFunction, logger: Logger): void {
+  if (error instanceof ApiError) {
+    if (res.headersSent) return;
+    const headers: Record<string, string> =
+      error.status === 401 ? { "WWW-Authenticate": 'Bearer realm="svc"' } : {};
+    res
+      .status(error.status)
+      .set(headers)
+      .json({ error: { code: error.code, message: error.message, ...(error.details ?? {}) } });
+    return;
+  }
+  if (isDatabaseUnavailable(error)) {
+    logger.warn("the database is unreachable", {
+      event: "api.unavailable",
+      method: req.method,
+      route: res.locals.route,
+    });
+    sendUnavailable(res);
+    return;
+  }
+  next(error);
+}

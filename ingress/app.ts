@@ -1,0 +1,103 @@
+import express, { type NextFunction, type Request, type Response } from "express";
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import packageJson from "../package.json" with { type: "json" };
+import type { ConfigSnapshot, SecretSource } from "../shared/config/types.ts";
+import type { Logger } from "../shared/logger.ts";
+import { createApiRouter } from "./api/router.ts";
+import { sendError, sendUnavailable } from "./errors.ts";
+import { createWebhookRouter } from "./webhooks/intake.ts";
+import { buildSourceTable } from "./webhooks/sources.ts";
+
+export interface IngressDependencies {
+  config: Readonly<ConfigSnapshot>;
+  pool: pg.Pool;
+  boss: PgBoss;
+  logger: Logger;
+  /** inline secrets as configured, stored ones decrypted at start-up */
+  resolveSecret: (source: SecretSource) => string;
+  /** milliseconds since the epoch, for the tracker's timestamp window */
+  now?: () => number;
+}
+
+export function createIngressApp(deps: IngressDependencies): express.Express {
+  const app = express();
+  // framework headers would make otherwise identical 401s differ (ETag) or advertise the stack
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("query parser", "simple");
+
+  app.use(requestLog(deps.logger));
+
+  app.get("/", (_req, res) => {
+    res.locals.route = "/";
+    res.json({ service: "svc", version: packageJson.version });
+  });
+  app.get("/health", async (_req, res) => {
+    res.locals.route = "/health";
+    try {
+      await deps.pool.query("SELECT 1");
+      res.json({ status: "ok", database: "ok" });
+    } catch {
+      sendUnavailable(res);
+    }
+  });
+
+  app.use(
+    createWebhookRouter({
+      sources: buildSourceTable(deps.config.webhooks.sources, deps.resolveSecret),
+      pool: deps.pool,
+      boss: deps.boss,
+      maxBodyBytes: deps.config.webhooks.maxBodyBytes,
+      logger: deps.logger,
+      now: deps.now,
+    }),
+  );
+  app.use(
+    createApiRouter({
+      pool: deps.pool,
+      boss: deps.boss,
+      config: deps.config,
+      logger: deps.logger,
+      resolveSecret: deps.resolveSecret,
+    }),
+  );
+
+  app.use((req: Request, res: Response) => {
+    sendError(res, 404, "not_found", `no route ${req.method} ${req.path}`);
+  });
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    // body-parser and friends mark client errors with a 4xx status; everything else is ours
+    const status = (error as { status?: unknown }).status;
+    if (typeof status === "number" && status >= 400 && status < 500) {
+      sendError(res, status, "bad_request", (error as Error).message);
+      return;
+    }
+    deps.logger.error("request failed", {
+      event: "http.error",
+      method: req.method,
+      route: res.locals.route ?? req.path,
+      error: error instanceof Error ? error.message : String(error),
+    });
+    sendError(res, 500, "internal", "the request failed inside svc; the error is in the ingress log");
+  });
+  return app;
+}
+
+/** One line per request: route, status, latency, trigger id. Never headers, query strings or bodies. */
+function requestLog(logger: Logger) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    const started = process.hrtime.bigint();
+    res.on("finish", () => {
+      logger.info("request", {
+        event: "http.request",
+        method: req.method,
+        route: res.locals.route ?? req.path,
+        status: res.statusCode,
+        latency_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        ...(res.locals.trigger ? { trigger: res.locals.trigger } : {}),
+      });
+    });
+    next();
+  };
+}

@@ -1,0 +1,107 @@
+import type { Request } from "express";
+import type pg from "pg";
+import { isLoopbackHost } from "../../shared/config/network.ts";
+import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { ApiError } from "../api/errors.ts";
+import {
+  BrokerScopeClaimError,
+  BrokerTokenError,
+  type BrokerVerifier,
+  createBrokerVerifier,
+  looksLikeJwt,
+} from "./broker.ts";
+import { LOCAL_PRINCIPAL, type Principal, refusal } from "./principal.ts";
+import { createTokenResolver } from "./tokens.ts";
+
+export interface AccessControl {
+  /** true when requests from this machine need no token (see README, "Access to the daemon API") */
+  readonly localInstall: boolean;
+  /** the request's principal; throws a 401 ApiError when it has none */
+  authenticate(req: Request): Promise<Principal>;
+  /** throws a 403 ApiError when `principal` may not use a route requiring `scope` */
+  authorize(principal: Principal, scope: string): void;
+}
+
+/**
+ * A local install is one nobody else can reach: no `auth.tokens` and no broker configured, and a
+ * loopback bind. Only there does a request without a token act with `*`, and only from a loopback
+ * peer. Anything reachable off the machine serves no scoped route without a valid token.
+ */
+export function isLocalInstall(config: Readonly<ConfigSnapshot>): boolean {
+  const auth = config.auth;
+  const noTokens = !auth || (Object.keys(auth.tokens).length === 0 && !auth.broker);
+  return noTokens && isLoopbackHost(config.server.host);
+}
+
+function isLoopbackPeer(address: string | undefined): boolean {
+  return address !== undefined && isLoopbackHost(address);
+}
+
+const UNAUTHENTICATED =
+  "a valid token is required: send `Authorization: Bearer <token>` (see `svc auth setup`)";
+
+export function createAccessControl(deps: {
+  pool: pg.Pool;
+  config: Readonly<ConfigSnapshot>;
+  resolveSecret: (source: SecretSource) => string;
+  logger: Logger;
+}): AccessControl {
+  const tokens = createTokenResolver(deps);
+  let broker: BrokerVerifier | null = null;
+  if (deps.config.auth?.broker) {
+    try {
+      broker = createBrokerVerifier(deps.config.auth.broker, deps.resolveSecret);
+    } catch (error) {
+      // a broken broker block refuses broker tokens; other tokens keep working
+      deps.logger.error("auth broker unusable", {
+        event: "auth.broker_unusable",
+        reason: (error as Error).message,
+      });
+    }
+  }
+  const localInstall = isLocalInstall(deps.config);
+
+  return {
+    localInstall,
+    async authenticate(req) {
+      const header = req.get("authorization");
+      if (header === undefined) {
+        if (localInstall && isLoopbackPeer(req.socket.remoteAddress)) return LOCAL_PRINCIPAL;
+        throw new ApiError(401, "unauthenticated", UNAUTHENTICATED);
+      }
+      const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
+      if (!match)
+        throw new ApiError(401, "unauthenticated", "the Authorization header must be `Bearer <token>`");
+      const token = match[1]!;
+      const principal = await tokens.resolve(token);
+      if (principal) return principal;
+      if (broker && looksLikeJwt(token)) {
+        try {
+          return await broker.verify(token);
+        } catch (error) {
+          if (error instanceof BrokerScopeClaimError)
+            throw new ApiError(401, "invalid_scope_claim", error.message);
+          if (error instanceof BrokerTokenError) throw new ApiError(401, "unauthenticated", error.message);
+          throw error;
+        }
+      }
+      throw new ApiError(401, "unauthenticated", "the token matches no configured, issued or broker token");
+    },
+    authorize(principal, scope) {
+      const refused = refusal(principal, scope);
+      if (!refused) return;
+      if (refused.reason === "out_of_vocabulary") {
+        throw new ApiError(
+          403,
+          "forbidden",
+          `the token lists scopes outside the vocabulary (${refused.scopes.join(", ")}) and is refused on every route; fix its scopes`,
+        );
+      }
+      if (refused.reason === "sandboxed") {
+        throw new ApiError(403, "forbidden", "a sandboxed agent's token is refused for host tools");
+      }
+      throw new ApiError(403, "forbidden", `this route requires the scope ${scope}`);
+    },
+  };
+}

@@ -1,0 +1,189 @@
+import { randomBytes } from "node:crypto";
+import { type Request, type Response, Router } from "express";
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import { recordTrigger } from "../../db/record-trigger.ts";
+import type { NewTrigger, TriggerKind } from "../../db/triggers.ts";
+import type { Logger } from "../../shared/logger.ts";
+import {
+  isDatabaseUnavailable,
+  isUnstorableValue,
+  sendError,
+  sendUnauthorized,
+  sendUnavailable,
+} from "../errors.ts";
+import { UNKNOWN_SOURCE_DIGEST, verifyBearer } from "./bearer.ts";
+import { isJsonContentType, readRawBody } from "./body.ts";
+import { codehostEventName } from "./codehost/event.ts";
+import * as codehost from "./codehost/verify.ts";
+import { verifyHexHmac } from "./hmac.ts";
+import type { ReadySource, SourceTable } from "./sources.ts";
+import { trackerEventName } from "./tracker/event.ts";
+import * as tracker from "./tracker/verify.ts";
+
+export interface IntakeDependencies {
+  sources: SourceTable;
+  pool: pg.Pool;
+  boss: PgBoss;
+  maxBodyBytes: number;
+  logger: Logger;
+  /** milliseconds since the epoch; tests move it to check the tracker's timestamp window */
+  now?: () => number;
+}
+
+const KIND: Record<ReadySource["verify"], TriggerKind> = {
+  bearer: "webhook",
+  codehost: "codehost",
+  tracker: "tracker",
+};
+
+const MAX_DELIVERY_ID = 200;
+const EVENT_HEADER_VALUE = /^[A-Za-z0-9_.-]{1,100}$/;
+
+/** `POST /webhooks/{name}` and its `POST /events` alias: verify, then store trigger and job in one transaction. */
+export function createWebhookRouter(deps: IntakeDependencies): Router {
+  const router = Router();
+  const now = deps.now ?? Date.now;
+
+  const intake = async (req: Request, res: Response, routeName: string, source: ReadySource | undefined) => {
+    res.locals.route = routeName;
+    const raw = await readRawBody(req, deps.maxBodyBytes);
+    if (!raw.ok) {
+      if (raw.reason === "aborted") return;
+      sendError(
+        res,
+        413,
+        "payload_too_large",
+        `the body is larger than ${deps.maxBodyBytes} bytes (webhooks.max_body_bytes)`,
+        { Connection: "close" },
+      );
+      return;
+    }
+    const body = raw.body;
+    if (!verify(req, body, source)) return sendUnauthorized(res);
+    // from here on the caller is authentic, so answers may say precisely what is wrong
+    const verified = source!;
+    if (!isJsonContentType(req.headers["content-type"])) {
+      return sendError(
+        res,
+        415,
+        "unsupported_media_type",
+        "send the body as JSON with Content-Type: application/json",
+      );
+    }
+    const encoding = req.headers["content-encoding"];
+    if (encoding !== undefined && encoding.toLowerCase() !== "identity") {
+      return sendError(res, 415, "unsupported_media_type", "send the body without a Content-Encoding");
+    }
+    let payload: unknown;
+    try {
+      payload = JSON.parse(body.toString("utf8"));
+    } catch {
+      return sendError(res, 400, "invalid_json", "the body is not valid JSON");
+    }
+    if (verified.verify === "tracker" && !tracker.isFreshTimestamp(payload, now())) {
+      return sendUnauthorized(res);
+    }
+    const described = describe(req, verified, payload);
+    if ("problem" in described) return sendError(res, 400, "bad_request", described.problem);
+    try {
+      const { id } = await recordTrigger(deps.pool, deps.boss, {
+        ...described.trigger,
+        payloadJson: body.toString("utf8"),
+      });
+      res.locals.trigger = id;
+      res.status(202).json({ trigger: id });
+    } catch (error) {
+      if (isUnstorableValue(error)) {
+        return sendError(
+          res,
+          400,
+          "unstorable_payload",
+          "the JSON holds a value Postgres cannot store (a \\u0000 character, a lone surrogate, or nesting too deep)",
+        );
+      }
+      if (isDatabaseUnavailable(error)) {
+        deps.logger.warn("the database is unreachable; the webhook was not stored", {
+          event: "webhook.unavailable",
+          route: routeName,
+          error: (error as Error).message,
+        });
+        return sendUnavailable(res);
+      }
+      throw error;
+    }
+  };
+
+  router.post("/events", (req, res) => intake(req, res, "events", deps.sources.codehost));
+  router.post("/webhooks/:name", (req, res) =>
+    intake(req, res, `webhooks/${req.params.name}`, deps.sources.byName(req.params.name)),
+  );
+  // deeper paths name no source; they are refused exactly like an unknown name
+  router.post("/webhooks/*rest", (req, res) => intake(req, res, "webhooks/*", undefined));
+  return router;
+}
+
+// keys the HMAC that routes without an HMAC source compute anyway; never a real source's secret
+const DECOY_HMAC_KEY = randomBytes(32).toString("hex");
+
+/**
+ * One path for every cause of rejection, so the answer and its timing do not depend on which it
+ * was. Every request pays for one HMAC of its body and one bearer comparison, whatever its route,
+ * so timing a large body does not tell a code-host route from a bearer route or from no route.
+ */
+function verify(req: Request, body: Buffer, source: ReadySource | undefined): boolean {
+  switch (source?.verify) {
+    case "codehost":
+      verifyBearer(req.headers.authorization, UNKNOWN_SOURCE_DIGEST);
+      return codehost.verifyCodehostSignature(header(req, codehost.SIGNATURE_HEADER), body, source.secret);
+    case "tracker":
+      verifyBearer(req.headers.authorization, UNKNOWN_SOURCE_DIGEST);
+      return tracker.verifyTrackerSignature(header(req, tracker.SIGNATURE_HEADER), body, source.secret);
+    case "bearer":
+      verifyHexHmac(undefined, body, DECOY_HMAC_KEY);
+      return verifyBearer(req.headers.authorization, source.digest);
+    default:
+      verifyHexHmac(undefined, body, DECOY_HMAC_KEY);
+      verifyBearer(req.headers.authorization, UNKNOWN_SOURCE_DIGEST);
+      return false;
+  }
+}
+
+function describe(
+  req: Request,
+  source: ReadySource,
+  payload: unknown,
+): { trigger: Omit<NewTrigger, "payloadJson"> } | { problem: string } {
+  const base = { kind: KIND[source.verify], source: source.name };
+  let eventName: string;
+  let deliveryId: string | undefined;
+  let deliveryHeader: string;
+  if (source.verify === "codehost") {
+    const event = header(req, codehost.EVENT_HEADER);
+    if (!event || !EVENT_HEADER_VALUE.test(event)) {
+      return { problem: "a code-host delivery needs an X-GitHub-Event header naming the event" };
+    }
+    eventName = codehostEventName(event, payload);
+    deliveryHeader = "X-GitHub-Delivery";
+    deliveryId = header(req, codehost.DELIVERY_HEADER);
+  } else if (source.verify === "tracker") {
+    const name = trackerEventName(payload);
+    if (!name) return { problem: 'a tracker delivery needs a "type" field in its payload' };
+    eventName = name;
+    deliveryHeader = "Linear-Delivery";
+    deliveryId = header(req, tracker.DELIVERY_HEADER);
+  } else {
+    eventName = source.name;
+    deliveryHeader = "Idempotency-Key";
+    deliveryId = header(req, "idempotency-key");
+  }
+  if (deliveryId !== undefined && (deliveryId === "" || deliveryId.length > MAX_DELIVERY_ID)) {
+    return { problem: `the ${deliveryHeader} header must be 1 to ${MAX_DELIVERY_ID} characters` };
+  }
+  return { trigger: { ...base, eventName, deliveryId: deliveryId ?? null } };
+}
+
+function header(req: Request, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,57 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax, quoted literally
+import { DIAGNOSTIC_CODES } from "../diagnostics.ts";
+
+/**
+ * Stable codes of configuration problems. `svc config validate --json` and `svc doctor --json`
+ * print them, and scripts filter on them, so a code never changes meaning once released.
+ * Reference codes shared with run-time diagnostics reuse the diagnostics registry's names.
+ */
+export const CONFIG_CODES = {
+  config_dir_missing: "the configuration directory does not exist",
+  file_missing: "a required file is absent",
+  file_unreadable: "a file exists but cannot be read",
+  yaml_syntax: "a file is not valid YAML (or its frontmatter is not)",
+  frontmatter_missing: "a Markdown file lacks the `---` frontmatter block",
+  removed_key: "a key, value, file or directory removed or renamed by a release",
+  unknown_key: "a key svc does not know (usually a typo); it is ignored",
+  required: "a required key is missing",
+  invalid_type: "a value has the wrong type",
+  invalid_value: "a value is outside the allowed values or format",
+  env_unset: "a `${NAME}` substitution names an unset environment variable",
+  secret_source_conflict: "not exactly one of `secret` and `secret_ref`",
+  secret_ref_name: "a `secret_ref` is not the full stored-secret name it must be",
+  verify_kind_mismatch: "a trigger points at a webhook source of another `verify` kind",
+  webhook_source_missing: "a trigger has no webhook source to verify its requests",
+  unknown_target: "a target name is not in the top-level `targets:` map",
+  unknown_agent: "an agent name has no `agents/<name>/PERSONA.md`",
+  unknown_skill: "a skill name has no `skills/<name>/SKILL.md`",
+  unknown_bot: "a chat bot name is not in `channels.chat.bots`",
+  unknown_handler: "an output handler id is not a known handler",
+  unknown_principal: "a `principal` names no binding of `principals`",
+  principal_required: "a skill requiring a principal runs directly without that binding",
+  unknown_policy_reference: DIAGNOSTIC_CODES.unknown_policy_reference,
+  version_missing: "a pipeline has no version and none to inherit",
+  version_invalid: "a version is not SemVer",
+  output_schema_mismatch: "`result.schema` does not reference the schema of the bound handler",
+  outputs_without_schema: "`outputs` is set without `result.schema`",
+  output_config_refused: "a handler of the code-host family was given a `config` block",
+  env_reserved: "a pipeline `env` name starts with the reserved `SVC_` prefix",
+  setup_template: "a setup step uses a `{{ ... }}` placeholder",
+  mount_refused: "a sandbox mount shares a code-host CLI configuration directory while principals are set",
+  unknown_scope: "a token scope outside the vocabulary: the token is refused everywhere",
+  duplicate_name: "two entries share a name that must be unique",
+  name_mismatch: "a frontmatter `name` differs from the file or directory name",
+  value_clamped: "a value was raised to the minimum another setting requires",
+} as const;
+
+export type ConfigCode = keyof typeof CONFIG_CODES;
+
+/** Codes `svc doctor` adds for what it checks beyond the configuration files. */
+export const DOCTOR_CODES = {
+  instance_key_missing: "stored secrets are referenced but the instance key file is absent",
+  instance_key_unreadable: "the instance key file exists but cannot be read",
+  database_unreachable: "SVC_DATABASE_URL is set but the server does not answer",
+  database_too_old: "the database server is older than PostgreSQL 15",
+} as const;
+
+export type DoctorCode = keyof typeof DOCTOR_CODES;

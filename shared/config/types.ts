@@ -1,0 +1,192 @@
+/**
+ * The frozen configuration snapshot a process reads once at start-up.
+ * Produced by `loadConfig` (shared/config/load.ts); consumed by cli, ingress and worker.
+ * Secrets written `${ENV}` are already substituted; `secret_ref` values are resolved later
+ * (they need the database and the instance key), so they stay references here.
+ */
+
+export type VerifyKind = "bearer" | "codehost" | "tracker";
+
+/** Where a secret comes from: a literal (after `${ENV}` substitution) or a stored secret name. */
+export type SecretSource = { kind: "inline"; value: string } | { kind: "stored"; name: string };
+
+export interface WebhookSource {
+  name: string;
+  verify: VerifyKind;
+  secret: SecretSource;
+}
+
+export interface TargetCredential {
+  name: string;
+  secret: SecretSource;
+}
+
+export interface CommandTarget {
+  name: string;
+  runtime: "command";
+  /** argv, run without a shell in the worktree; instructions on stdin. */
+  command: string[];
+  timeoutMs: number;
+  model?: string;
+  credentials: TargetCredential[];
+}
+
+export interface OpenAiTarget {
+  name: string;
+  runtime: "openai";
+  baseUrl: string;
+  model: string;
+  timeoutMs: number;
+  credentials: TargetCredential[];
+}
+
+export type Target = CommandTarget | OpenAiTarget;
+
+/** `trigger.codehost` / `trigger.tracker` entries: an event name, optionally narrowed to repos. */
+export interface EventMatcher {
+  events: string[];
+  repos: string[];
+}
+
+export interface PipelineTrigger {
+  webhook: string[];
+  codehost: EventMatcher[];
+  tracker: EventMatcher[];
+}
+
+export interface PipelineArg {
+  type: "string" | "number" | "boolean";
+  required: boolean;
+}
+
+export interface OutputBinding {
+  handler: string;
+  config?: { bot: string; channel: string };
+}
+
+export interface Pipeline {
+  name: string;
+  /** relative to the config dir, e.g. `pipelines/pr-review.yaml` */
+  file: string;
+  version: string;
+  agent?: string;
+  skill?: string;
+  companions: string[];
+  instructions: string;
+  /** null when the pipeline runs only on demand */
+  trigger: PipelineTrigger | null;
+  args: Record<string, PipelineArg>;
+  principals: Record<string, string>;
+  principal?: string;
+  result?: { schema: Record<string, unknown> };
+  outputs: Record<string, OutputBinding>;
+  env: Record<string, string>;
+  setup: { run: string }[];
+  retainCheckout: boolean;
+  targets: string[];
+  orchestrator?: { strategy: { type: "auto" }; guidance?: string; targets: string[] };
+  knowledge: { method: "bm25" | "hybrid" | "none"; delivery?: "prompt" | "file" | "search" | "browse" };
+  sandbox?: { mounts: string[] };
+}
+
+export interface Policy {
+  name: string;
+  description: string;
+  body: string;
+  file: string;
+}
+
+export interface Agent {
+  name: string;
+  description: string;
+  policies: string[];
+  /** PERSONA.md body without frontmatter */
+  persona: string;
+  file: string;
+}
+
+export interface Skill {
+  name: string;
+  description: string;
+  version: string;
+  policies: string[];
+  /** principal binding the skill requires, if any */
+  principal?: string;
+  body: string;
+  file: string;
+}
+
+export interface Member {
+  name: string;
+  kind: "agent" | "human";
+  identities: { codehost?: { handle: string }; chat?: { id: string } };
+}
+
+export interface ApiTokenConfig {
+  name: string;
+  scopes: string[];
+  secret: SecretSource;
+}
+
+export interface BrokerConfig {
+  /** issuer expected in `iss`, when set */
+  issuer?: string;
+  audience?: string;
+  /** PEM/JWK public key or shared secret, or a JWKS URL */
+  jwksUrl?: string;
+  publicKey?: string;
+  secret?: SecretSource;
+}
+
+export interface HostTool {
+  name: string;
+  description: string;
+  input: Record<string, { type: string; required: boolean }>;
+  exec: string;
+  args: string[];
+  stdin?: string;
+  env: Record<string, string>;
+}
+
+export interface ConfigSnapshot {
+  /** absolute path of the configuration directory */
+  dir: string;
+  server: { host: string; port: number };
+  webhooks: { maxBodyBytes: number; sources: Record<string, WebhookSource> };
+  targets: Record<string, Target>;
+  ask: { targets: string[] };
+  knowledge: {
+    retrieval: { engine: string; topK?: number; minScore?: number; rewrite: { targets: string[] } };
+  };
+  repos: Record<string, { cloneUrl: string }>;
+  channels: { chat: { bots: Record<string, { token: SecretSource }> } };
+  queue: { circuitBreaker?: { escalate?: { chat?: { bot: string; channel: string } } } };
+  hostTools: Record<string, HostTool>;
+  auth: { tokens: Record<string, ApiTokenConfig>; broker?: BrokerConfig } | null;
+  worker: { concurrency: number; graceMs: number };
+  workspaces: { checkoutRetentionDays: number; transcriptRetentionDays: number };
+  pipelines: Record<string, Pipeline>;
+  agents: Record<string, Agent>;
+  skills: Record<string, Skill>;
+  policies: Record<string, Policy>;
+  members: Member[];
+}
+
+export type Severity = "error" | "warning";
+
+/** One configuration problem. The loader returns all of them, never only the first. */
+export interface ConfigProblem {
+  /** relative to the config dir, e.g. `pipelines/pr-review.yaml` */
+  file: string;
+  line?: number;
+  column?: number;
+  /** dotted key path, e.g. `webhooks.sources.github.secret_ref` */
+  path: string;
+  code: string;
+  severity: Severity;
+  message: string;
+}
+
+export type LoadResult =
+  | { ok: true; config: Readonly<ConfigSnapshot>; problems: ConfigProblem[] }
+  | { ok: false; problems: ConfigProblem[] };

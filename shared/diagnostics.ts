@@ -1,0 +1,40 @@
+/**
+ * Every diagnostic code svc emits. Records carry `{ code, message }`; operators
+ * filter on codes (`svc trigger list --code`), so codes are stable API.
+ */
+export const DIAGNOSTIC_CODES = {
+  agent_timeout: "the agent run exceeded its target's timeout",
+  unknown_agent_reference: "the event or fire request names an agent or skill the configuration lacks",
+  unknown_policy_reference: "a policies: entry names no file in policies/",
+  /** @deprecated kept so old records and filters still resolve; new records use unknown_policy_reference */
+  unknown_protocol_reference: "deprecated spelling of unknown_policy_reference",
+  no_matching_pipeline: "the trigger fired no pipeline",
+  setup_failed: "a setup step exited non-zero",
+  result_invalid: "the agent's result does not match result.schema",
+  worker_lost: "the worker running the invocation stopped before it finished",
+  credential_dead: "every credential of the target is dead",
+  target_unavailable: "no target of the pipeline is usable",
+  agent_failed: "the agent process failed",
+  output_failed: "publishing an output failed",
+  cancelled: "the invocation was cancelled",
+} as const;
+
+export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;
+
+export interface Diagnostic {
+  code: DiagnosticCode | string;
+  message: string;
+  target?: string;
+  path?: string;
+  field?: string;
+  metadata?: Record<string, unknown>;
+  details?: Diagnostic[];
+}
+
+export function diagnostic(
+  code: DiagnosticCode,
+  message: string,
+  extra: Omit<Diagnostic, "code" | "message"> = {},
+): Diagnostic {
+  return { code, message, ...extra };
+}

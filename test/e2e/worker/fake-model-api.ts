@@ -1,0 +1,80 @@
+import { createServer, type Server } from "node:http";
+
+export type Answer =
+  | { status: 200; content?: string }
+  | { status: 401 | 403 }
+  | { status: 429; retryAfter?: string }
+  | { status: 400 | 401; errorCode: "token_revoked" | "token_expired" };
+
+export interface Request {
+  path: string;
+  key: string;
+}
+
+/**
+ * A real OpenAI-compatible HTTP server on loopback. Each API key answers as the test commands:
+ * success, 401, 403, 429 with Retry-After, or a revoked/expired token error. Every request is recorded.
+ */
+export class FakeModelApi {
+  readonly requests: Request[] = [];
+  readonly #answers = new Map<string, Answer>();
+  #server: Server | undefined;
+  url = "";
+
+  answer(key: string, answer: Answer): void {
+    this.#answers.set(key, answer);
+  }
+
+  count(key: string, path?: string): number {
+    return this.requests.filter((r) => r.key === key && (!path || r.path.endsWith(path))).length;
+  }
+
+  async start(): Promise<void> {
+    this.#server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        const key = (request.headers.authorization ?? "").replace(/^Bearer /, "");
+        this.requests.push({ path: request.url ?? "", key });
+        const answer = this.#answers.get(key) ?? { status: 401 };
+        const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+          response.writeHead(status, { "content-type": "application/json", ...headers });
+          response.end(JSON.stringify(body));
+        };
+        if ("errorCode" in answer) {
+          send(answer.status, {
+            error: { code: answer.errorCode, message: `the token was ${answer.errorCode.slice(6)}` },
+          });
+        } else if (answer.status === 429) {
+          send(
+            429,
+            { error: { code: "rate_limit_exceeded", message: "slow down" } },
+            answer.retryAfter ? { "retry-after": answer.retryAfter } : {},
+          );
+        } else if (answer.status !== 200) {
+          send(answer.status, { error: { code: "invalid_api_key", message: "no" } });
+        } else if (request.url?.endsWith("/models")) {
+          send(200, { object: "list", data: [{ id: "test-model", object: "model" }] });
+        } else {
+          send(200, {
+            id: "chatcmpl-1",
+            object: "chat.completion",
+            choices: [
+              {
+                index: 0,
+                message: { role: "assistant", content: answer.content ?? '{"answer": "yes"}' },
+                finish_reason: "stop",
+              },
+            ],
+          });
+        }
+      });
+    });
+    await new Promise<void>((resolve) => this.#server!.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.#server.address() as { port: number }).port}/v1`;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise((resolve) => this.#server?.close(resolve));
+  }
+}

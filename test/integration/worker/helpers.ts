@@ -1,0 +1,159 @@
+import { chmod, mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import { transactionDb, wakeWorkers } from "../../../db/boss.ts";
+import { withTransaction } from "../../../db/transaction.ts";
+import { insertTrigger, type TriggerKind } from "../../../db/triggers.ts";
+import type { ConfigSnapshot, Pipeline, Target } from "../../../shared/config/types.ts";
+import { createLogger, type Logger } from "../../../shared/logger.ts";
+import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
+
+export function pipeline(name: string, overrides: Partial<Pipeline> = {}): Pipeline {
+  return {
+    name,
+    file: `pipelines/${name}.yaml`,
+    version: "1.0.0",
+    companions: [],
+    instructions: `Run ${name}.`,
+    trigger: null,
+    args: {},
+    principals: {},
+    outputs: {},
+    env: {},
+    setup: [],
+    retainCheckout: true,
+    targets: [],
+    knowledge: { method: "none" },
+    ...overrides,
+  };
+}
+
+export function makeConfig(dir: string, overrides: Partial<ConfigSnapshot> = {}): ConfigSnapshot {
+  return {
+    dir,
+    server: { host: "127.0.0.1", port: 0 },
+    webhooks: { maxBodyBytes: 1_000_000, sources: {} },
+    targets: {},
+    ask: { targets: [] },
+    knowledge: { retrieval: { engine: "local", rewrite: { targets: [] } } },
+    repos: {},
+    channels: { chat: { bots: {} } },
+    queue: {},
+    hostTools: {},
+    auth: null,
+    worker: { concurrency: 2, graceMs: 5_000 },
+    workspaces: { checkoutRetentionDays: 30, transcriptRetentionDays: 90 },
+    pipelines: {},
+    agents: {
+      helper: {
+        name: "helper",
+        description: "helps",
+        policies: ["short"],
+        persona: "You help.",
+        file: "agents/helper/PERSONA.md",
+      },
+    },
+    skills: {},
+    policies: {
+      short: { name: "short", description: "be short", body: "Be short.", file: "policies/short.md" },
+    },
+    members: [],
+    ...overrides,
+  };
+}
+
+export function commandTarget(name: string, command: string[], timeoutMs = 20_000): Target {
+  return { name, runtime: "command", command, timeoutMs, credentials: [] };
+}
+
+/** A temporary configuration directory with an executable agent script in it. */
+export async function configDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "svc-worker-"));
+  await mkdir(join(dir, "bin"), { recursive: true });
+  return dir;
+}
+
+export async function writeScript(path: string, body: string): Promise<string> {
+  await writeFile(path, body);
+  await chmod(path, 0o755);
+  return path;
+}
+
+/** What the ingress does: a trigger row and its dispatch job, committed together. */
+export async function fire(
+  pool: pg.Pool,
+  boss: PgBoss,
+  trigger: { kind: TriggerKind; source: string; eventName: string; payload?: unknown; replayOf?: string },
+): Promise<string> {
+  const id = await withTransaction(pool, async (client) => {
+    const { id } = await insertTrigger(client, {
+      kind: trigger.kind,
+      source: trigger.source,
+      eventName: trigger.eventName,
+      deliveryId: null,
+      payloadJson: JSON.stringify(trigger.payload ?? {}),
+      replayOf: trigger.replayOf ?? null,
+    });
+    await boss.send(DISPATCH_QUEUE, { triggerId: id }, { db: transactionDb(client) });
+    return id;
+  });
+  wakeWorkers(boss, DISPATCH_QUEUE);
+  return id;
+}
+
+/** Polls until `check` returns a value; the bound only stops a hung test, it asserts nothing about speed. */
+export async function waitFor<T>(
+  check: () => Promise<T | undefined | null | false>,
+  what: string,
+  boundMs = 30_000,
+): Promise<T> {
+  const deadline = Date.now() + boundMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export async function waitForTrigger(
+  pool: pg.Pool,
+  id: string,
+  statuses = ["completed", "error", "discarded"],
+) {
+  return waitFor(
+    async () => {
+      const { rows } = await pool.query("SELECT * FROM svc.triggers WHERE id = $1", [id]);
+      return rows[0] && statuses.includes(rows[0].status) ? rows[0] : undefined;
+    },
+    `trigger ${id} to reach ${statuses.join("|")}`,
+  );
+}
+
+export function captureLogger(): { logger: Logger; lines: string[] } {
+  const stream = new PassThrough();
+  const lines: string[] = [];
+  stream.on("data", (chunk: Buffer) => lines.push(...chunk.toString("utf8").split("\n").filter(Boolean)));
+  return { logger: createLogger({ role: "worker", format: "json", level: "debug", stream }), lines };
+}
+
+export async function lineage(pool: pg.Pool, triggerId: string) {
+  const workloads = (await pool.query("SELECT * FROM svc.workloads WHERE trigger_id = $1", [triggerId])).rows;
+  const invocations = (
+    await pool.query(
+      "SELECT i.* FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id WHERE w.trigger_id = $1",
+      [triggerId],
+    )
+  ).rows;
+  const ids = invocations.map((i) => i.id);
+  const tasks = (
+    await pool.query("SELECT * FROM svc.tasks WHERE invocation_id = ANY($1) ORDER BY seq", [ids])
+  ).rows;
+  const artifacts = (
+    await pool.query("SELECT * FROM svc.artifacts WHERE invocation_id = ANY($1) ORDER BY name", [ids])
+  ).rows;
+  return { workloads, invocations, tasks, artifacts };
+}

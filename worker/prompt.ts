@@ -1,0 +1,55 @@
+import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
+
+export interface Prompt {
+  /** persona, policies and skills: who the agent is and how it works */
+  system: string;
+  /** the pipeline's instructions and the event: what to do now */
+  user: string;
+}
+
+export interface PromptInput {
+  config: Pick<ConfigSnapshot, "agents" | "skills" | "policies">;
+  pipeline: Pipeline;
+  agent?: string;
+  skill?: string;
+  event: { name: string; source: string; payload: unknown };
+}
+
+/**
+ * Assembles the prompt from the agent's PERSONA.md, the policies it and its skills reference
+ * (each once, in first-reference order), the governing and companion SKILL.md bodies, the
+ * pipeline instructions and the event. Dispatch has already checked that every name resolves.
+ */
+export function assemblePrompt(input: PromptInput): Prompt {
+  const { config, pipeline } = input;
+  const agent = input.agent ? config.agents[input.agent] : undefined;
+  const skillNames = [input.skill, ...pipeline.companions].filter(
+    (name, index, all): name is string => !!name && all.indexOf(name) === index,
+  );
+  const skills = skillNames.map((name) => config.skills[name]).filter((skill) => skill !== undefined);
+  const policyNames = [...(agent?.policies ?? []), ...skills.flatMap((skill) => skill.policies)].filter(
+    (name, index, all) => all.indexOf(name) === index,
+  );
+  const sections: string[] = [];
+  if (agent) sections.push(`# Persona: ${agent.name}\n\n${agent.persona.trim()}`);
+  for (const name of policyNames) {
+    const policy = config.policies[name];
+    if (policy) sections.push(`# Policy: ${policy.name}\n\n${policy.body.trim()}`);
+  }
+  for (const skill of skills) sections.push(`# Skill: ${skill.name}\n\n${skill.body.trim()}`);
+  const user = [`# Instructions\n\n${pipeline.instructions.trim()}`];
+  user.push(
+    `# Event\n\nname: ${input.event.name}\nsource: ${input.event.source}\n\n\`\`\`json\n${JSON.stringify(input.event.payload ?? null, null, 2)}\n\`\`\``,
+  );
+  if (pipeline.result) {
+    user.push(
+      `# Result\n\nEnd with one JSON object matching this JSON Schema:\n\n\`\`\`json\n${JSON.stringify(pipeline.result.schema, null, 2)}\n\`\`\``,
+    );
+  }
+  return { system: sections.join("\n\n"), user: user.join("\n\n") };
+}
+
+/** The command runtime has one channel, stdin: the system part first, then the request. */
+export function promptText(prompt: Prompt): string {
+  return prompt.system ? `${prompt.system}\n\n${prompt.user}\n` : `${prompt.user}\n`;
+}

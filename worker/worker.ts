@@ -1,0 +1,459 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import pg from "pg";
+import type { PgBoss } from "pg-boss";
+import { ensureLaneQueue, NOTIFY_CHANNEL, startBoss, transactionDb } from "../db/boss.ts";
+import { createPool } from "../db/connect.ts";
+import { type DrainState, readDrain } from "../db/daemon-state.ts";
+import { CANCEL_CHANNEL, claimInvocations, type InvocationRow } from "../db/invocations.ts";
+import { migrate } from "../db/migrate.ts";
+import { withTransaction } from "../db/transaction.ts";
+import type { ConfigSnapshot } from "../shared/config/types.ts";
+import type { Logger } from "../shared/logger.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, laneQueue } from "../shared/queues.ts";
+import { CredentialCooldowns } from "./credentials/cooldowns.ts";
+import { CoolingProbe } from "./credentials/probe.ts";
+import { CredentialSecrets } from "./credentials/secrets.ts";
+import { afterDispatch, type DispatchOutcome, dispatchInTransaction } from "./dispatch.ts";
+import { type ExecuteDeps, type RunHandle, runClaimedInvocation } from "./execute-invocation.ts";
+import { LOCAL_LANE, targetUsable } from "./lanes.ts";
+import { reapStaleInvocations } from "./reaper.ts";
+import { sweepWorkspaces } from "./retention.ts";
+import { Spawner } from "./spawner.ts";
+
+export interface WorkerOptions {
+  config: Readonly<ConfigSnapshot>;
+  databaseUrl: string;
+  logger: Logger;
+  env?: NodeJS.ProcessEnv;
+  /** how often a running invocation proves its worker alive */
+  heartbeatMs?: number;
+  /** a running invocation without a heartbeat for this long belongs to a lost worker */
+  staleAfterMs?: number;
+  reapIntervalMs?: number;
+  /** the throttle of cooling-credential probes */
+  probeIntervalMs?: number;
+  /** attempts before a lost run fails with `worker_lost` */
+  maxAttempts?: number;
+  sweepIntervalMs?: number;
+}
+
+export interface RunningWorker {
+  id: string;
+  /** stop claiming, let running work finish for up to `graceMs`, then release what is left for retry */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** The backstop poll: a lost NOTIFY, delayed jobs (`startAfter`) and retries are found by it. */
+const POLL_MS = 1_000;
+/** How long a read of the drain switch is trusted. */
+const DRAIN_TTL_MS = 1_000;
+
+/**
+ * `svc worker`: one claim loop per process. Woken by LISTEN/NOTIFY (polling is the backstop), it
+ * fetches exactly as many jobs as it has free slots: lane jobs (invocations waiting on a usable
+ * target) first, then dispatch jobs. Dispatching a trigger creates its first runnable invocation
+ * already claimed by this worker, which runs it at once, in-process: no second trip through the
+ * queue. A lane is fetched only while its target is usable, so the jobs of a target whose only
+ * credential is dead wait instead of failing. While the daemon is drained nothing is claimed.
+ */
+export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
+  const { config, logger } = options;
+  const env = options.env ?? process.env;
+  const id = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  const heartbeatMs = options.heartbeatMs ?? 5_000;
+  const staleAfterMs = options.staleAfterMs ?? Math.max(heartbeatMs * 6, 30_000);
+  const concurrency = Math.max(1, config.worker.concurrency);
+  const pool: pg.Pool = createPool(options.databaseUrl, {
+    max: concurrency + 4,
+    applicationName: "svc-worker",
+  });
+  // the runs' own records commit asynchronously (see ExecuteDeps.records)
+  const records = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: concurrency + 1,
+    application_name: "svc-worker-records",
+    options: "-c synchronous_commit=off",
+    connectionTimeoutMillis: 5_000,
+    query_timeout: 30_000,
+  });
+  records.on("error", () => {});
+  let boss: PgBoss | undefined;
+  let spawner: Spawner | undefined;
+  const listeners: { close(): Promise<void> }[] = [];
+  try {
+    await migrate(pool);
+    const cooldowns = await CredentialCooldowns.load(pool, logger);
+    const secrets = await CredentialSecrets.resolve(config, pool, env);
+    // the claim loop below does its own LISTEN; pg-boss's work() fetchers are not used
+    boss = await startBoss({ url: options.databaseUrl, listen: false, max: 4 });
+    const lanes = new Map<string, string | null>([[LOCAL_LANE, null]]);
+    for (const target of Object.values(config.targets)) lanes.set(laneQueue(target.name), target.name);
+    for (const lane of lanes.keys()) await ensureLaneQueue(boss, lane, config.targets);
+    spawner = await Spawner.start();
+
+    const shutdown = new AbortController();
+    const inFlight = new Set<Promise<void>>();
+    const runs = new Map<string, RunHandle>();
+    const deps: ExecuteDeps = {
+      pool,
+      records,
+      boss,
+      config,
+      cooldowns,
+      secrets,
+      logger,
+      workerId: id,
+      heartbeatMs,
+      staleAfterMs,
+      spawner,
+      daemonUrl: daemonUrl(config, env),
+      runs,
+    };
+    const dispatchDeps = { pool, boss, config, cooldowns, secrets, logger };
+
+    // ---- the claim loop ----
+    let closing = false;
+    let free = concurrency;
+    /** look at every queue: the poll fired, the listener reconnected, or a round ran out of room */
+    let everything = true;
+    /** queues a NOTIFY named, or whose last fetch came back full, not fetched since */
+    const notified = new Set<string>();
+    const hasWork = () => everything || notified.size > 0;
+    let wake: (() => void) | undefined;
+    const poke = (queue?: string) => {
+      if (queue) notified.add(queue);
+      else everything = true;
+      wake?.();
+    };
+    const queues = new Set([DISPATCH_QUEUE, ...lanes.keys()]);
+    const listen = boss.getDb().listen?.bind(boss.getDb());
+    if (listen) {
+      listeners.push(
+        await listen(
+          NOTIFY_CHANNEL,
+          (queue) => {
+            if (queues.has(queue)) poke(queue);
+          },
+          () => poke(),
+        ),
+      );
+      listeners.push(
+        await listen(
+          CANCEL_CHANNEL,
+          (invocation) => runs.get(invocation)?.cancel(),
+          () => {},
+        ),
+      );
+    }
+
+    // the drain switch is read off the claim path: at start-up, then every DRAIN_TTL_MS
+    let drain: DrainState | null = null;
+    const readDrainSwitch = async () => {
+      const value = await readDrain(pool);
+      if (Boolean(value) !== Boolean(drain)) {
+        if (value)
+          logger.warn("daemon drained: claiming no new work; running work finishes", {
+            event: "worker.drained",
+            since: value.since,
+            by: value.by,
+          });
+        else logger.info("daemon resumed: claiming work again", { event: "worker.resumed" });
+      }
+      const resumed = drain !== null && value === null;
+      drain = value;
+      if (resumed) poke();
+    };
+    await readDrainSwitch();
+
+    const start = (work: () => Promise<void>) => {
+      const promise = work()
+        .catch((error) => {
+          logger.error("run failed inside the worker", {
+            event: "worker.run_failed",
+            error: (error as Error).message,
+          });
+        })
+        .finally(() => {
+          inFlight.delete(promise);
+          free += 1;
+          if (hasWork()) wake?.();
+        });
+      inFlight.add(promise);
+    };
+
+    const usableLanes = () =>
+      [...lanes].filter(([, targetName]) => {
+        const target = targetName ? config.targets[targetName] : undefined;
+        return !target || targetUsable(target, cooldowns, secrets);
+      });
+
+    /**
+     * Fetches up to `room` lane jobs, claims their invocations in one statement and completes the
+     * jobs, all in one transaction (one commit), then starts what it claimed. The job only carried
+     * "claim this invocation": it is done once the claim is decided either way. A crash before the
+     * commit leaves the jobs where they were.
+     */
+    const takeLaneJobs = async (lane: string, room: number): Promise<number> => {
+      free -= room;
+      let fetched = 0;
+      let claimed: InvocationRow[] = [];
+      try {
+        await withTransaction(pool, async (client) => {
+          const db = transactionDb(client);
+          const jobs = await boss!.fetch<InvocationJob>(lane, { batchSize: room, db });
+          fetched = jobs.length;
+          if (jobs.length === 0) return;
+          claimed = await claimInvocations(
+            client,
+            jobs.map((job) => job.data.invocationId),
+            id,
+            staleAfterMs,
+          );
+          await boss!.complete(
+            lane,
+            jobs.map((job) => job.id),
+            null,
+            { db },
+          );
+        });
+      } finally {
+        free += room - claimed.length;
+      }
+      for (const row of claimed) start(() => runClaimedInvocation(deps, row, shutdown.signal));
+      return fetched;
+    };
+
+    /**
+     * Fetches up to `room` dispatch jobs and dispatches them in one transaction (one commit for the
+     * batch; a savepoint per trigger, so a trigger that fails to dispatch is failed for a retry
+     * alone). Each dispatch may hand back one run, created claimed by this worker, to start here.
+     */
+    const takeDispatchJobs = async (room: number): Promise<number> => {
+      free -= room;
+      let fetched = 0;
+      const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
+      try {
+        await withTransaction(pool, async (client) => {
+          const db = transactionDb(client);
+          const jobs = await boss!.fetch<DispatchJob>(DISPATCH_QUEUE, { batchSize: room, db });
+          fetched = jobs.length;
+          for (const job of jobs) {
+            await client.query("SAVEPOINT dispatch");
+            try {
+              const outcome = await dispatchInTransaction(dispatchDeps, client, job.data.triggerId, {
+                jobId: job.id,
+                claimFor: closing ? undefined : id,
+              });
+              await client.query("RELEASE SAVEPOINT dispatch");
+              outcomes.push({ triggerId: job.data.triggerId, outcome });
+            } catch (error) {
+              await client.query("ROLLBACK TO SAVEPOINT dispatch");
+              logger.warn("dispatch failed; the job is retried", {
+                event: "dispatch.failed",
+                trigger: job.data.triggerId,
+                error: (error as Error).message,
+              });
+              await boss!.fail(DISPATCH_QUEUE, job.id, null, { db });
+            }
+          }
+        });
+      } catch (error) {
+        outcomes.length = 0; // rolled back: nothing was dispatched
+        free += room;
+        throw error;
+      }
+      let runs = 0;
+      for (const { triggerId, outcome } of outcomes) {
+        const run = afterDispatch(dispatchDeps, triggerId, outcome);
+        if (!run) continue;
+        runs += 1;
+        start(() => runClaimedInvocation(deps, run.invocation, shutdown.signal, run));
+      }
+      free += room - runs;
+      return fetched;
+    };
+
+    /**
+     * One round: the queues there is a reason to look at, lanes first (runs already waiting), then
+     * dispatch, each fetched for exactly the slots still free. A woken queue is fetched alone, so a
+     * webhook's NOTIFY costs one fetch, not one per lane.
+     */
+    const fetchRound = async (): Promise<void> => {
+      const all = everything;
+      everything = false;
+      const order = [...usableLanes().map(([lane]) => lane), DISPATCH_QUEUE];
+      for (const queue of notified) if (!order.includes(queue)) notified.delete(queue);
+      for (const queue of order) {
+        if (!all && !notified.has(queue)) continue;
+        if (free <= 0 || closing) {
+          if (all) everything = true; // what was not looked at yet waits for the next free slot
+          return;
+        }
+        notified.delete(queue);
+        const room = free;
+        const got = queue === DISPATCH_QUEUE ? await takeDispatchJobs(room) : await takeLaneJobs(queue, room);
+        if (got >= room) notified.add(queue); // a full batch: there may be more
+      }
+    };
+
+    const loop = (async () => {
+      while (!closing) {
+        try {
+          if (free > 0 && hasWork() && drain === null) {
+            await fetchRound();
+            continue;
+          }
+        } catch (error) {
+          logger.warn("claiming work failed; retrying after the poll interval", {
+            event: "worker.fetch_failed",
+            error: (error as Error).message,
+          });
+        }
+        if (closing) break;
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            everything = true; // the backstop: look again even without a NOTIFY
+            resolve();
+          }, POLL_MS);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    })();
+    const laneState = new Map<string, boolean>();
+    cooldowns.onChange(() => {
+      for (const [lane, targetName] of lanes) {
+        if (!targetName) continue;
+        const usable = targetUsable(config.targets[targetName]!, cooldowns, secrets);
+        if (usable !== laneState.get(lane)) {
+          laneState.set(lane, usable);
+          if (usable) logger.info("lane working", { event: "lane.started", lane });
+          else
+            logger.warn("lane stopped: its target has no usable credential; its jobs wait", {
+              event: "lane.stopped",
+              lane,
+            });
+        }
+      }
+      poke();
+    });
+    for (const [lane] of usableLanes()) {
+      laneState.set(lane, true);
+      logger.info("lane working", { event: "lane.started", lane });
+    }
+    for (const [lane, targetName] of lanes)
+      if (!laneState.has(lane)) {
+        laneState.set(lane, false);
+        if (targetName)
+          logger.warn("lane stopped: its target has no usable credential; its jobs wait", {
+            event: "lane.stopped",
+            lane,
+          });
+      }
+
+    const probe = new CoolingProbe({
+      config,
+      cooldowns,
+      secrets,
+      logger,
+      intervalMs: options.probeIntervalMs ?? 15_000,
+    });
+    const reaperDeps = {
+      pool,
+      boss,
+      config,
+      cooldowns,
+      secrets,
+      logger,
+      staleAfterMs,
+      maxAttempts: options.maxAttempts ?? 3,
+    };
+    const background = (name: string, work: () => Promise<unknown>) => () => {
+      work().catch((error) =>
+        logger.warn(`${name} failed`, { event: `worker.${name}_failed`, error: (error as Error).message }),
+      );
+    };
+    const timers = [
+      setInterval(
+        background("reap", () => reapStaleInvocations(reaperDeps)),
+        options.reapIntervalMs ?? Math.max(1_000, staleAfterMs / 3),
+      ),
+      setInterval(background("drain_check", readDrainSwitch), DRAIN_TTL_MS),
+      setInterval(
+        background("probe", () => probe.tick()),
+        Math.min(options.probeIntervalMs ?? 15_000, 1_000),
+      ),
+      setInterval(
+        background("sweep", () => sweepWorkspaces(pool, config)),
+        options.sweepIntervalMs ?? 3_600_000,
+      ),
+    ];
+    background("sweep", () => sweepWorkspaces(pool, config))();
+    logger.info("worker started", {
+      event: "worker.started",
+      worker: id,
+      concurrency,
+      lanes: usableLanes().map(([lane]) => lane),
+      spawner: spawner.pid,
+    });
+
+    let stopping: Promise<void> | undefined;
+    return {
+      id,
+      stop(graceMs = config.worker.graceMs) {
+        stopping ??= (async () => {
+          logger.info("worker stopping", {
+            event: "worker.stopping",
+            worker: id,
+            running: inFlight.size,
+            graceMs,
+          });
+          closing = true;
+          wake?.();
+          for (const timer of timers) clearInterval(timer);
+          await loop;
+          if (inFlight.size > 0) {
+            let timer: NodeJS.Timeout | undefined;
+            await Promise.race([
+              Promise.allSettled([...inFlight]),
+              new Promise((resolve) => {
+                timer = setTimeout(resolve, graceMs);
+              }),
+            ]);
+            clearTimeout(timer);
+          }
+          // past the grace period: kill what still runs and hand it back to the queue
+          shutdown.abort();
+          while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+          for (const listener of listeners) await listener.close().catch(() => {});
+          await boss!.stop({ graceful: true, timeout: 2_000 });
+          await spawner?.close();
+          await pool.end();
+          await records.end();
+          logger.info("worker stopped", { event: "worker.stopped", worker: id });
+        })();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    for (const listener of listeners) await listener.close().catch(() => {});
+    await spawner?.close().catch(() => {});
+    await boss?.stop({ graceful: false }).catch(() => {});
+    await pool.end().catch(() => {});
+    await records.end().catch(() => {});
+    throw error;
+  }
+}
+
+/** Where an agent reaches the daemon API: SVC_DAEMON_URL, else the configured ingress address. */
+function daemonUrl(config: Readonly<ConfigSnapshot>, env: NodeJS.ProcessEnv): string {
+  if (env.SVC_DAEMON_URL) return env.SVC_DAEMON_URL;
+  const host = env.SVC_HOST || config.server.host;
+  const port = env.SVC_PORT || String(config.server.port);
+  const reachable = host === "0.0.0.0" || host === "::" || host === "" ? "127.0.0.1" : host;
+  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
+}

@@ -1,0 +1,95 @@
+import { execFile } from "node:child_process";
+import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const execFileAsync = promisify(execFile);
+
+export interface Workspace {
+  /** `<config dir>/workspaces/<run>` */
+  root: string;
+  /** the worktree: a clone of the repository, or an empty directory when the trigger names none */
+  checkout: string;
+  /** per invocation: scratch space of the setup steps and the agent */
+  runDir: string;
+  /** per invocation: every file left here becomes an artifact */
+  surfaceDir: string;
+  /** per invocation: step outputs and the agent transcript, outside the agent's reach */
+  logsDir: string;
+}
+
+export function workspacePaths(configDir: string, workloadId: string, invocationId: string): Workspace {
+  const root = join(configDir, "workspaces", workloadId);
+  const invocationRoot = join(root, invocationId);
+  return {
+    root,
+    checkout: join(root, "checkout"),
+    runDir: join(invocationRoot, "run"),
+    surfaceDir: join(invocationRoot, "surface"),
+    logsDir: join(invocationRoot, "logs"),
+  };
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// git must never prompt, read the operator's global config, or learn svc's environment
+function gitEnv(): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+  };
+}
+
+async function git(args: string[], cwd?: string): Promise<void> {
+  await execFileAsync("git", args, { cwd, env: gitEnv(), maxBuffer: 16 * 1024 * 1024 });
+}
+
+export class CheckoutError extends Error {}
+
+/**
+ * Creates the workspace of one invocation. A repository is cloned into a temporary directory and
+ * renamed into place, so a crash mid-clone never leaves a half checkout that a retry would trust.
+ */
+export async function prepareWorkspace(
+  paths: Workspace,
+  checkout: { cloneUrl?: string; sha: string; branch: string },
+): Promise<void> {
+  await mkdir(paths.root, { recursive: true });
+  await Promise.all([
+    mkdir(paths.runDir, { recursive: true }),
+    mkdir(paths.surfaceDir, { recursive: true }),
+    mkdir(paths.logsDir, { recursive: true }),
+  ]);
+  if (!checkout.cloneUrl) {
+    await mkdir(paths.checkout, { recursive: true });
+    return;
+  }
+  if (await exists(join(paths.checkout, ".git"))) return;
+  const temporary = `${paths.checkout}.partial-${process.pid}-${Date.now()}`;
+  try {
+    const branchArgs = checkout.branch && !checkout.sha ? ["--branch", checkout.branch] : [];
+    await git(["clone", "--quiet", "--no-hardlinks", ...branchArgs, "--", checkout.cloneUrl, temporary]);
+    if (checkout.sha)
+      await git(["-c", "advice.detachedHead=false", "checkout", "--quiet", checkout.sha], temporary);
+    await rm(paths.checkout, { recursive: true, force: true });
+    await rename(temporary, paths.checkout);
+  } catch (error) {
+    await rm(temporary, { recursive: true, force: true });
+    const message = (error as { stderr?: string }).stderr?.trim() || (error as Error).message;
+    throw new CheckoutError(message);
+  }
+}
+
+export async function removeCheckout(paths: Workspace): Promise<void> {
+  await rm(paths.checkout, { recursive: true, force: true });
+}
