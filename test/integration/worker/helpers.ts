@@ -140,20 +140,29 @@ export function captureLogger(): { logger: Logger; lines: string[] } {
   return { logger: createLogger({ role: "worker", format: "json", level: "debug", stream }), lines };
 }
 
+/** The trigger's whole lineage read in one snapshot, so a dispatch committing mid-read never yields invocations without their workload. */
 export async function lineage(pool: pg.Pool, triggerId: string) {
-  const workloads = (await pool.query("SELECT * FROM svc.workloads WHERE trigger_id = $1", [triggerId])).rows;
-  const invocations = (
-    await pool.query(
-      "SELECT i.* FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id WHERE w.trigger_id = $1",
-      [triggerId],
-    )
-  ).rows;
-  const ids = invocations.map((i) => i.id);
-  const tasks = (
-    await pool.query("SELECT * FROM svc.tasks WHERE invocation_id = ANY($1) ORDER BY seq", [ids])
-  ).rows;
-  const artifacts = (
-    await pool.query("SELECT * FROM svc.artifacts WHERE invocation_id = ANY($1) ORDER BY name", [ids])
-  ).rows;
-  return { workloads, invocations, tasks, artifacts };
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    const workloads = (await client.query("SELECT * FROM svc.workloads WHERE trigger_id = $1", [triggerId]))
+      .rows;
+    const invocations = (
+      await client.query(
+        "SELECT i.* FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id WHERE w.trigger_id = $1",
+        [triggerId],
+      )
+    ).rows;
+    const ids = invocations.map((i) => i.id);
+    const tasks = (
+      await client.query("SELECT * FROM svc.tasks WHERE invocation_id = ANY($1) ORDER BY seq", [ids])
+    ).rows;
+    const artifacts = (
+      await client.query("SELECT * FROM svc.artifacts WHERE invocation_id = ANY($1) ORDER BY name", [ids])
+    ).rows;
+    await client.query("COMMIT");
+    return { workloads, invocations, tasks, artifacts };
+  } finally {
+    client.release();
+  }
 }
