@@ -32,7 +32,7 @@ export async function insertInvocation(
 /**
  * Dispatch's in-process fast path: the invocation is created already held by the dispatching
  * worker (inside the dispatch transaction, so nobody else can see it queued), together with its
- * workload, in one statement; the worker then runs it without a lane job. A crash before its first
+ * workload and the trigger's move to `running`, in one statement; the worker then runs it without a lane job. A crash before its first
  * heartbeat leaves a `running` row whose heartbeat goes stale, and the reaper queues it again like
  * any lost run.
  */
@@ -49,8 +49,11 @@ export async function insertWorkloadWithClaimedInvocation(
     workerId: string;
   },
 ): Promise<InvocationRow> {
+  // the trigger moves to `running` in the same statement: dispatch's common path costs one round trip
   const { rows } = await db.query<InvocationRow>(
-    `WITH w AS (
+    `WITH running AS (
+       UPDATE svc.triggers SET status = 'running', diagnostic = NULL, updated_at = now() WHERE id = $2),
+     w AS (
        INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace)
        VALUES ($1, $2, $3, $4, 'open', $5) RETURNING id)
      INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at)

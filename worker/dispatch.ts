@@ -19,6 +19,7 @@ import { DISPATCH_QUEUE } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type EventContext, eventContext } from "./event-context.ts";
+import type { HeadStart } from "./head-start.ts";
 import { laneFor, targetUsable } from "./lanes.ts";
 import { matchPipelines } from "./match-pipelines.ts";
 import { workspacePaths } from "./workspace.ts";
@@ -140,6 +141,17 @@ export interface DispatchOptions {
    * no lane job and no second trip through the queue.
    */
   claimFor?: string;
+  /**
+   * Called for that claimed run before its rows are written, to get its workspace and first step
+   * ready while the transaction commits (see head-start.ts). The caller abandons what it got if
+   * the transaction rolls back.
+   */
+  headStart?: (claim: {
+    workloadId: string;
+    invocationId: string;
+    pipeline: Pipeline;
+    event: ResolvedEvent;
+  }) => HeadStart | undefined;
 }
 
 /** An invocation dispatch created already claimed by this worker, with what its run needs. */
@@ -147,6 +159,7 @@ export interface ClaimedRun {
   invocation: InvocationRow;
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event: ResolvedEvent;
+  headStart?: HeadStart;
 }
 
 /**
@@ -229,6 +242,7 @@ export async function dispatchInTransaction(
       const target = lane.target ? config.targets[lane.target] : undefined;
       const usable = !target || targetUsable(target, deps.cooldowns, deps.secrets);
       if (options.claimFor && !claimed && usable) {
+        const headStart = options.headStart?.({ workloadId, invocationId, pipeline, event });
         const invocation = await insertWorkloadWithClaimedInvocation(client, {
           workloadId,
           triggerId,
@@ -243,6 +257,7 @@ export async function dispatchInTransaction(
           invocation,
           workload: { id: workloadId, trigger_id: triggerId, pipeline: pipeline.name },
           event,
+          headStart,
         };
         created.push({
           workload: workloadId,
@@ -269,7 +284,8 @@ export async function dispatchInTransaction(
         lane: lane.queue,
       });
     }
-    await setTriggerStatus(client, triggerId, "running");
+    // a claimed run's insert already moved the trigger to `running`
+    if (!claimed) await setTriggerStatus(client, triggerId, "running");
     await done();
     return { kind: "dispatched" as const, created, claimed };
   }

@@ -26,6 +26,7 @@ import { recordFileArtifact, recordSurface } from "./artifacts.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type ResolvedEvent, resolveEvent, runIdentity } from "./dispatch.ts";
+import type { HeadStart } from "./head-start.ts";
 import { laneFor, targetUsable } from "./lanes.ts";
 import { type ProcessSpec, runProcessTree } from "./process-tree.ts";
 import { assemblePrompt, promptText } from "./prompt.ts";
@@ -108,6 +109,8 @@ export async function executeInvocation(
 export interface KnownRun {
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event: ResolvedEvent;
+  /** the workspace and held first step dispatch prepared while it committed */
+  headStart?: HeadStart;
 }
 
 /** Runs an invocation this worker holds (claimed from a lane job, or created claimed by dispatch). */
@@ -171,6 +174,7 @@ export async function runClaimedInvocation(
           paths,
           signal: controller.signal,
           event: known?.event,
+          headStart: known?.headStart,
           target: claimed.target,
           isCancelled: () => cancelled,
         })
@@ -187,6 +191,8 @@ export async function runClaimedInvocation(
       diagnostic: diagnostic("agent_failed", `the run failed inside the worker: ${(error as Error).message}`),
     };
   } finally {
+    // a run that ended before its first step (cancelled, say) leaves nothing held behind
+    known?.headStart?.firstStep.discard();
     clearInterval(heartbeat);
     shutdown.removeEventListener("abort", onShutdown);
     deps.runs?.delete(invocationId);
@@ -286,6 +292,7 @@ interface RunInput {
   signal: AbortSignal;
   /** already resolved by dispatch */
   event?: ResolvedEvent;
+  headStart?: HeadStart;
   /** the target the invocation row names already */
   target: string | null;
   isCancelled: () => boolean;
@@ -310,8 +317,16 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
         };
   const { repo, sha, branch } = event.context;
   let seq = 0;
+  const { headStart } = input;
+  // a head start is taken only when nothing is cloned, and makes the same directories
+  const headStartReady = headStart ? await headStart.ready : false;
   try {
-    await prepareWorkspace(paths, { cloneUrl: repo ? config.repos[repo]?.cloneUrl : undefined, sha, branch });
+    if (!headStartReady)
+      await prepareWorkspace(paths, {
+        cloneUrl: repo ? config.repos[repo]?.cloneUrl : undefined,
+        sha,
+        branch,
+      });
   } catch (error) {
     if (!(error instanceof CheckoutError)) throw error;
     return {
@@ -325,16 +340,18 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
       ),
     };
   }
-  const env = runEnvironment({
-    workspace: paths,
-    repo,
-    sha,
-    branch,
-    eventName: event.eventName,
-    eventSource: event.kind,
-    payload: event.payload,
-    pipeline,
-  });
+  const env =
+    headStart?.env ??
+    runEnvironment({
+      workspace: paths,
+      repo,
+      sha,
+      branch,
+      eventName: event.eventName,
+      eventSource: event.kind,
+      payload: event.payload,
+      pipeline,
+    });
 
   for (const [index, step] of pipeline.setup.entries()) {
     const taskId = newId("task");
@@ -343,15 +360,18 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
     const started = startTask(pool, { id: taskId, invocationId, kind: "setup", name, seq: seq++ });
     started.catch(() => {});
     const logFile = join(paths.logsDir, `setup-${index}.log`);
-    const outcome = await runProcessTree({
-      argv: setupStepArgv(step.run),
-      cwd: paths.checkout,
-      env,
-      logFile,
-      truncate: true,
-      signal,
-      spawner: deps.spawner,
-    });
+    const outcome =
+      index === 0 && headStartReady && headStart?.firstStep.held
+        ? await headStart.firstStep.release({ signal })
+        : await runProcessTree({
+            argv: setupStepArgv(step.run),
+            cwd: paths.checkout,
+            env,
+            logFile,
+            truncate: true,
+            signal,
+            spawner: deps.spawner,
+          });
     await started;
     await recordFileArtifact(pool, {
       invocationId,

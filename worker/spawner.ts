@@ -9,7 +9,12 @@ export type SpawnSpec = Pick<
   "argv" | "cwd" | "env" | "stdin" | "logFile" | "truncate" | "captureStdout"
 >;
 
-export type SpawnRequest = { type: "spawn"; id: number; spec: SpawnSpec } | { type: "kill"; pgid: number };
+export type SpawnRequest =
+  /** `gated`: started, but held before it runs anything until "open" (or dropped on "discard") */
+  | { type: "spawn"; id: number; spec: SpawnSpec; gated?: boolean }
+  | { type: "open"; id: number }
+  | { type: "discard"; id: number }
+  | { type: "kill"; pgid: number };
 
 export type SpawnReply =
   | { type: "ready" }
@@ -24,6 +29,22 @@ export type SpawnReply =
     };
 
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), "spawner-main.ts");
+
+/** What the gate of a prepared child sets or drops: an environment that names one is not prepared. */
+export const GATE_VARIABLES: readonly string[] = ["OLDPWD", "svc_gate"];
+
+/**
+ * A child started ahead of time and held at a gate (see Spawner.prepare): the fork and exec are
+ * paid while the caller still decides whether it may run at all.
+ */
+export interface PreparedProcess {
+  /** still waiting at its gate, ready to be released */
+  readonly held: boolean;
+  /** lets it run; from here on `signal` and `timeoutMs` apply as they would to `run` */
+  release(watch: Pick<ProcessSpec, "signal" | "timeoutMs">): Promise<ProcessOutcome>;
+  /** it must never run: its gate closes and its process group is killed; false if it was not held */
+  discard(): boolean;
+}
 
 interface Pending {
   pid?: number;
@@ -109,7 +130,67 @@ export class Spawner {
 
   /** runProcessTree's contract, with the fork done by the spawner */
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
-    return new Promise((resolve) => {
+    const launch = this.#launch(spec, false);
+    launch.watch(spec);
+    return launch.outcome;
+  }
+
+  /**
+   * Starts a child held at a gate: a shell that waits on a pipe before it enters the child's
+   * directory and execs the child's argv, in the environment and process group the child gets, so
+   * a release costs the exec alone. The directory need not exist until the release. A discarded child never gets past the gate: the closed pipe ends the shell, and its
+   * group is killed as well.
+   */
+  prepare(spec: SpawnSpec): PreparedProcess | undefined {
+    if (GATE_VARIABLES.some((name) => name in spec.env)) return undefined;
+    const launch = this.#launch(spec, true);
+    let state: "held" | "released" | "discarded" = "held";
+    let exited = false;
+    void launch.outcome.then(() => {
+      exited = true;
+    });
+    return {
+      get held() {
+        return state === "held" && !exited;
+      },
+      release: (watch) => {
+        state = "released";
+        launch.watch(watch);
+        this.#send({ type: "open", id: launch.id });
+        return launch.outcome;
+      },
+      discard: () => {
+        if (state !== "held") return false;
+        state = "discarded";
+        this.#send({ type: "discard", id: launch.id });
+        return true;
+      },
+    };
+  }
+
+  #launch(
+    spec: SpawnSpec,
+    gated: boolean,
+  ): {
+    id: number;
+    outcome: Promise<ProcessOutcome>;
+    watch(spec: Pick<ProcessSpec, "signal" | "timeoutMs">): void;
+  } {
+    const id = this.#next++;
+    let timedOut = false;
+    let aborted = false;
+    let pid: number | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let signal: AbortSignal | undefined;
+    let exited = false;
+    const kill = () => {
+      if (pid !== undefined) this.#send({ type: "kill", pgid: pid });
+    };
+    const onAbort = () => {
+      aborted = true;
+      kill();
+    };
+    const outcome = new Promise<ProcessOutcome>((resolve) => {
       if (this.#closed) {
         resolve({
           exitCode: null,
@@ -121,32 +202,15 @@ export class Spawner {
         });
         return;
       }
-      const id = this.#next++;
-      let timedOut = false;
-      let aborted = false;
-      let pid: number | undefined;
-      const kill = () => {
-        if (pid !== undefined) this.#send({ type: "kill", pgid: pid });
-      };
-      const timer =
-        spec.timeoutMs !== undefined
-          ? setTimeout(() => {
-              timedOut = true;
-              kill();
-            }, spec.timeoutMs)
-          : undefined;
-      const onAbort = () => {
-        aborted = true;
-        kill();
-      };
       this.#pending.set(id, {
         onStarted: (started) => {
           pid = started;
           if (timedOut || aborted) kill();
         },
         onExit: (reply) => {
+          exited = true;
           if (timer) clearTimeout(timer);
-          spec.signal?.removeEventListener("abort", onAbort);
+          signal?.removeEventListener("abort", onAbort);
           // the leader may exit while its children still hold the group: kill the rest either way
           if (timedOut || aborted) kill();
           resolve({
@@ -159,8 +223,6 @@ export class Spawner {
           });
         },
       });
-      if (spec.signal?.aborted) aborted = true;
-      else spec.signal?.addEventListener("abort", onAbort, { once: true });
       this.#send({
         type: "spawn",
         id,
@@ -173,8 +235,21 @@ export class Spawner {
           ...(spec.truncate ? { truncate: true } : {}),
           ...(spec.captureStdout ? { captureStdout: true } : {}),
         },
+        ...(gated ? { gated: true } : {}),
       });
     });
+    const watch = (watched: Pick<ProcessSpec, "signal" | "timeoutMs">) => {
+      if (exited) return; // nothing left to watch, and its process group id may be reused
+      if (watched.timeoutMs !== undefined)
+        timer = setTimeout(() => {
+          timedOut = true;
+          kill();
+        }, watched.timeoutMs);
+      signal = watched.signal;
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener("abort", onAbort, { once: true });
+    };
+    return { id, outcome, watch };
   }
 
   #send(request: SpawnRequest) {

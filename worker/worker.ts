@@ -14,8 +14,14 @@ import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, laneQueue } from 
 import { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import { CoolingProbe } from "./credentials/probe.ts";
 import { CredentialSecrets } from "./credentials/secrets.ts";
-import { afterDispatch, type DispatchOutcome, dispatchInTransaction } from "./dispatch.ts";
+import {
+  afterDispatch,
+  type DispatchOptions,
+  type DispatchOutcome,
+  dispatchInTransaction,
+} from "./dispatch.ts";
 import { type ExecuteDeps, type RunHandle, runClaimedInvocation } from "./execute-invocation.ts";
+import { type HeadStart, takeHeadStart } from "./head-start.ts";
 import { LOCAL_LANE, targetUsable } from "./lanes.ts";
 import { reapStaleInvocations } from "./reaper.ts";
 import { sweepWorkspaces } from "./retention.ts";
@@ -224,31 +230,67 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       return fetched;
     };
 
+    /** dispatch jobs whose unguarded dispatch threw: the next round dispatches them under a savepoint */
+    const suspects = new Set<string>();
+
     /**
      * Fetches up to `room` dispatch jobs and dispatches them in one transaction (one commit for the
      * batch; a savepoint per trigger, so a trigger that fails to dispatch is failed for a retry
-     * alone). Each dispatch may hand back one run, created claimed by this worker, to start here.
+     * alone). A lone job goes without the savepoint: it would cost two round trips on the path every
+     * webhook takes from POST to its first step. If that dispatch throws, the rollback hands the job
+     * back untouched, and the next round, at once, takes it under a savepoint and fails it there.
+     * Each dispatch may hand back one run, created claimed by this worker, to start here.
      */
     const takeDispatchJobs = async (room: number): Promise<number> => {
       free -= room;
       let fetched = 0;
+      let unguarded: { job: string; trigger: string } | undefined;
       const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
+      // head starts taken in this transaction: abandoned with whatever part of it rolls back
+      const heads: HeadStart[] = [];
+      const headStart: DispatchOptions["headStart"] = (claim) => {
+        const head = spawner?.alive ? takeHeadStart({ config, spawner, ...claim }) : undefined;
+        if (head) heads.push(head);
+        return head;
+      };
       try {
         await withTransaction(pool, async (client) => {
           const db = transactionDb(client);
           const jobs = await boss!.fetch<DispatchJob>(DISPATCH_QUEUE, { batchSize: room, db });
           fetched = jobs.length;
+          const options = (job: (typeof jobs)[number]): DispatchOptions => ({
+            jobId: job.id,
+            claimFor: closing ? undefined : id,
+            headStart,
+          });
+          const lone = jobs.length === 1 ? jobs[0]! : undefined;
+          if (lone && !suspects.has(lone.id)) {
+            unguarded = { job: lone.id, trigger: lone.data.triggerId };
+            const outcome = await dispatchInTransaction(
+              dispatchDeps,
+              client,
+              lone.data.triggerId,
+              options(lone),
+            );
+            outcomes.push({ triggerId: lone.data.triggerId, outcome });
+            return;
+          }
           for (const job of jobs) {
+            suspects.delete(job.id);
+            const headsBefore = heads.length;
             await client.query("SAVEPOINT dispatch");
             try {
-              const outcome = await dispatchInTransaction(dispatchDeps, client, job.data.triggerId, {
-                jobId: job.id,
-                claimFor: closing ? undefined : id,
-              });
+              const outcome = await dispatchInTransaction(
+                dispatchDeps,
+                client,
+                job.data.triggerId,
+                options(job),
+              );
               await client.query("RELEASE SAVEPOINT dispatch");
               outcomes.push({ triggerId: job.data.triggerId, outcome });
             } catch (error) {
               await client.query("ROLLBACK TO SAVEPOINT dispatch");
+              for (const head of heads.splice(headsBefore)) head.abandon();
               logger.warn("dispatch failed; the job is retried", {
                 event: "dispatch.failed",
                 trigger: job.data.triggerId,
@@ -260,8 +302,19 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         });
       } catch (error) {
         outcomes.length = 0; // rolled back: nothing was dispatched
+        for (const head of heads) head.abandon();
         free += room;
-        throw error;
+        if (!unguarded) throw error;
+        // a job that another worker took meanwhile would stay here forever: keep the set small
+        if (suspects.size >= 1_000) suspects.clear();
+        suspects.add(unguarded.job);
+        logger.debug("dispatch failed without a savepoint; retrying it under one", {
+          event: "dispatch.retry_guarded",
+          trigger: unguarded.trigger,
+          error: (error as Error).message,
+        });
+        notified.add(DISPATCH_QUEUE);
+        return fetched;
       }
       let runs = 0;
       for (const { triggerId, outcome } of outcomes) {

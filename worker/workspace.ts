@@ -56,6 +56,12 @@ async function git(args: string[], cwd?: string): Promise<void> {
 
 export class CheckoutError extends Error {}
 
+/** The run, surface and logs directories (and an empty checkout when nothing is cloned), made side by side. */
+export async function makeRunDirectories(paths: Workspace, emptyCheckout: boolean): Promise<void> {
+  const dirs = [paths.runDir, paths.surfaceDir, paths.logsDir, ...(emptyCheckout ? [paths.checkout] : [])];
+  await Promise.all(dirs.map((dir) => mkdir(dir, { recursive: true })));
+}
+
 /**
  * Creates the workspace of one invocation. A repository is cloned into a temporary directory and
  * renamed into place, so a crash mid-clone never leaves a half checkout that a retry would trust.
@@ -64,16 +70,8 @@ export async function prepareWorkspace(
   paths: Workspace,
   checkout: { cloneUrl?: string; sha: string; branch: string },
 ): Promise<void> {
-  await mkdir(paths.root, { recursive: true });
-  await Promise.all([
-    mkdir(paths.runDir, { recursive: true }),
-    mkdir(paths.surfaceDir, { recursive: true }),
-    mkdir(paths.logsDir, { recursive: true }),
-  ]);
-  if (!checkout.cloneUrl) {
-    await mkdir(paths.checkout, { recursive: true });
-    return;
-  }
+  await makeRunDirectories(paths, !checkout.cloneUrl);
+  if (!checkout.cloneUrl) return;
   if (await exists(join(paths.checkout, ".git"))) return;
   const temporary = `${paths.checkout}.partial-${process.pid}-${Date.now()}`;
   try {

@@ -1,13 +1,15 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readFile, rm } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startBoss } from "../../../db/boss.ts";
+import { startBoss, transactionDb, wakeWorkers } from "../../../db/boss.ts";
 import { createPool } from "../../../db/connect.ts";
 import { migrate } from "../../../db/migrate.ts";
+import { withTransaction } from "../../../db/transaction.ts";
+import { insertTrigger } from "../../../db/triggers.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
@@ -36,7 +38,7 @@ describe("worker: dispatch and run against real Postgres and real processes", ()
   let dir: string;
   let bareRepo: string;
   let sha: string;
-  const { logger } = captureLogger();
+  const { logger, lines } = captureLogger();
 
   beforeAll(async () => {
     database = await createTestDatabase(inject("adminDatabaseUrl"));
@@ -142,6 +144,13 @@ sleep 300
               required: ["review"],
             },
           },
+        }),
+        tattle: pipeline("tattle", {
+          setup: [
+            {
+              run: `printf '%s\\n' "$(printf '%s' "$PAYLOAD_JSON" | sed 's/.*"note":"\\([^"]*\\)".*/\\1/')" >> "${join(dir, "tattle.log")}"`,
+            },
+          ],
         }),
         session: pipeline("session", {
           agent: "helper",
@@ -365,5 +374,96 @@ sleep 300
     const { workloads, invocations } = await lineage(pool, id);
     expect(workloads.map((w) => w.pipeline)).toEqual(["notes"]);
     expect(invocations).toHaveLength(1);
+  });
+
+  it("a trigger that fails to dispatch is failed for a retry alone, whether it came alone or in a batch", async () => {
+    // a real failure inside the dispatch transaction: Postgres refuses the workload of a poisoned trigger
+    await pool.query(`CREATE TABLE public.poisoned (trigger_id text PRIMARY KEY);
+      CREATE FUNCTION public.refuse_poisoned() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF EXISTS (SELECT 1 FROM public.poisoned WHERE trigger_id = NEW.trigger_id) THEN
+          RAISE EXCEPTION 'poisoned trigger %', NEW.trigger_id;
+        END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_poisoned BEFORE INSERT ON svc.workloads
+        FOR EACH ROW EXECUTE FUNCTION public.refuse_poisoned();`);
+    const failedFor = (id: string) =>
+      lines.some((line) => line.includes('"event":"dispatch.failed"') && line.includes(id));
+    // each run of the tattle pipeline's step appends its payload's note to a file outside any workspace
+    const tattled = async () =>
+      (await readFile(join(dir, "tattle.log"), "utf8").catch(() => "")).split("\n").filter(Boolean);
+    const send = async (client: pg.PoolClient, note: string, poison: boolean) => {
+      const { id } = await insertTrigger(client, {
+        kind: "manual",
+        source: "tattle",
+        eventName: "tattle",
+        deliveryId: null,
+        payloadJson: JSON.stringify({ args: {}, note }),
+        replayOf: null,
+      });
+      if (poison) await client.query("INSERT INTO public.poisoned VALUES ($1)", [id]);
+      await boss.send(DISPATCH_QUEUE, { triggerId: id }, { db: transactionDb(client) });
+      return id;
+    };
+    try {
+      // alone: one job, dispatched without a savepoint first, then failed under one
+      const alone = await withTransaction(pool, (client) => send(client, "alone", true));
+      wakeWorkers(boss, DISPATCH_QUEUE);
+      await waitFor(async () => failedFor(alone), "the lone poisoned dispatch to be failed");
+      expect(
+        lines.some((line) => line.includes('"event":"dispatch.retry_guarded"') && line.includes(alone)),
+      ).toBe(true);
+      const job = await pool.query(
+        "SELECT state FROM pgboss.job WHERE name = $1 AND data->>'triggerId' = $2",
+        [DISPATCH_QUEUE, alone],
+      );
+      expect(["retry", "active", "created"]).toContain(job.rows[0].state);
+      expect((await lineage(pool, alone)).workloads).toEqual([]);
+      // each rolled-back attempt had taken a head start: its held step never ran, its directories went
+      const strayWorkspaces = async () => {
+        const committed = new Set(
+          (await pool.query("SELECT id FROM svc.workloads")).rows.map((row) => row.id as string),
+        );
+        return (await readdir(join(dir, "workspaces"))).filter((name) => !committed.has(name));
+      };
+      await waitFor(
+        async () => (await strayWorkspaces()).length === 0,
+        "no workspace of a rolled-back dispatch",
+      );
+      expect(await tattled()).toEqual([]);
+
+      // in a batch: the poisoned trigger fails alone, its neighbours dispatch and run
+      const [poisoned, neighbours] = await withTransaction(pool, async (client) => {
+        const bad = await send(client, "batched", true);
+        const good: string[] = [];
+        for (let i = 0; i < 3; i += 1) good.push(await send(client, `neighbour-${i}`, false));
+        return [bad, good] as const;
+      });
+      wakeWorkers(boss, DISPATCH_QUEUE);
+      for (const id of neighbours) expect((await waitForTrigger(pool, id)).status).toBe("completed");
+      await waitFor(async () => failedFor(poisoned), "the batched poisoned dispatch to be failed");
+      expect((await tattled()).sort()).toEqual(["neighbour-0", "neighbour-1", "neighbour-2"]);
+
+      // once the cause is gone, the retries dispatch both, and each step runs exactly once
+      await pool.query("DELETE FROM public.poisoned");
+      expect((await waitForTrigger(pool, alone)).status).toBe("completed");
+      expect((await waitForTrigger(pool, poisoned)).status).toBe("completed");
+      expect((await tattled()).sort()).toEqual([
+        "alone",
+        "batched",
+        "neighbour-0",
+        "neighbour-1",
+        "neighbour-2",
+      ]);
+      await waitFor(
+        async () => (await strayWorkspaces()).length === 0,
+        "no workspace of a rolled-back dispatch",
+      );
+    } finally {
+      await pool.query(
+        "DROP TRIGGER IF EXISTS refuse_poisoned ON svc.workloads; DROP FUNCTION IF EXISTS public.refuse_poisoned(); DROP TABLE IF EXISTS public.poisoned",
+      );
+    }
   });
 });

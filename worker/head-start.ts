@@ -1,0 +1,87 @@
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
+import type { ResolvedEvent } from "./dispatch.ts";
+import { runEnvironment, setupStepArgv } from "./setup-steps.ts";
+import type { PreparedProcess, SpawnSpec } from "./spawner.ts";
+import { makeRunDirectories, type Workspace, workspacePaths } from "./workspace.ts";
+
+/**
+ * A run's head start, taken while the dispatch transaction that creates it claimed is still
+ * committing: its directories are made and its first setup step is started, held at its gate
+ * (see Spawner.prepare).
+ * After the commit the run releases the step, so what remains between the commit and the step
+ * running is an exec, not a mkdir, a fork and an exec. If the transaction rolls back, `abandon`
+ * drops the held step, which never ran anything, and the directories of a run that never existed.
+ *
+ * Taken only when the run needs no clone: a clone takes far longer than what is saved here, and it
+ * must not start for a run that may not exist.
+ */
+export interface HeadStart {
+  paths: Workspace;
+  /** the environment of every setup step of the run (and the base of its agent's) */
+  env: Record<string, string>;
+  /** the run's directories; false if they could not be made (the run then makes them itself) */
+  ready: Promise<boolean>;
+  firstStep: PreparedProcess;
+  /** the dispatch rolled back: the held step is dropped and the directories removed */
+  abandon(): void;
+}
+
+export interface HeadStartInput {
+  config: Readonly<ConfigSnapshot>;
+  spawner: { readonly alive: boolean; prepare(spec: SpawnSpec): PreparedProcess | undefined };
+  workloadId: string;
+  invocationId: string;
+  pipeline: Pipeline;
+  event: ResolvedEvent;
+}
+
+export function takeHeadStart(input: HeadStartInput): HeadStart | undefined {
+  const { config, pipeline, event } = input;
+  const first = pipeline.setup[0];
+  if (!first || !input.spawner.alive) return undefined;
+  const { repo, sha, branch } = event.context;
+  if (repo && config.repos[repo]?.cloneUrl) return undefined;
+  const paths = workspacePaths(config.dir, input.workloadId, input.invocationId);
+  const env = runEnvironment({
+    workspace: paths,
+    repo,
+    sha,
+    branch,
+    eventName: event.eventName,
+    eventSource: event.kind,
+    payload: event.payload,
+    pipeline,
+  });
+  // filesystem metadata is slow at times (milliseconds per mkdir while the disk syncs): the
+  // directories are made beside the transaction, never ahead of it
+  const ready = makeRunDirectories(paths, true).then(
+    () => true,
+    () => false,
+  );
+  const firstStep = input.spawner.prepare({
+    argv: setupStepArgv(first.run),
+    cwd: paths.checkout,
+    env,
+    logFile: join(paths.logsDir, "setup-0.log"),
+    truncate: true,
+  });
+  const removeDirectories = () => {
+    void ready.then(() => rm(paths.root, { recursive: true, force: true })).catch(() => {});
+  };
+  if (!firstStep) {
+    removeDirectories();
+    return undefined;
+  }
+  return {
+    paths,
+    env,
+    ready,
+    firstStep,
+    abandon() {
+      firstStep.discard();
+      removeDirectories();
+    },
+  };
+}
