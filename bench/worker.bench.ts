@@ -97,6 +97,8 @@ async function database(): Promise<{ url: string; drop: () => Promise<void> }> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`CREATE DATABASE "${name}"`);
+  // the writes of a benchmark that ran before this one are flushed now, not during the samples
+  await admin.query("CHECKPOINT").catch(() => {});
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
