@@ -34,7 +34,7 @@ import { checkResult } from "./result-check.ts";
 import { runCommandAgent } from "./runtimes/command.ts";
 import { runOpenAiAgent } from "./runtimes/openai.ts";
 import type { AgentOutcome } from "./runtimes/outcome.ts";
-import { runEnvironment, setupStepArgv } from "./setup-steps.ts";
+import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
 import { settleTrigger, settleTriggerIn } from "./trigger-outcome.ts";
 import {
   CheckoutError,
@@ -340,18 +340,7 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
       ),
     };
   }
-  const env =
-    headStart?.env ??
-    runEnvironment({
-      workspace: paths,
-      repo,
-      sha,
-      branch,
-      eventName: event.eventName,
-      eventSource: event.kind,
-      payload: event.payload,
-      pipeline,
-    });
+  const env = headStart?.env ?? eventEnvironment(paths, event, pipeline);
 
   for (const [index, step] of pipeline.setup.entries()) {
     const taskId = newId("task");

@@ -2,7 +2,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import type { ResolvedEvent } from "./dispatch.ts";
-import { runEnvironment, setupStepArgv } from "./setup-steps.ts";
+import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
 import type { PreparedProcess, SpawnSpec } from "./spawner.ts";
 import { makeRunDirectories, type Workspace, workspacePaths } from "./workspace.ts";
 
@@ -41,19 +41,10 @@ export function takeHeadStart(input: HeadStartInput): HeadStart | undefined {
   const { config, pipeline, event } = input;
   const first = pipeline.setup[0];
   if (!first || !input.spawner.alive) return undefined;
-  const { repo, sha, branch } = event.context;
+  const { repo } = event.context;
   if (repo && config.repos[repo]?.cloneUrl) return undefined;
   const paths = workspacePaths(config.dir, input.workloadId, input.invocationId);
-  const env = runEnvironment({
-    workspace: paths,
-    repo,
-    sha,
-    branch,
-    eventName: event.eventName,
-    eventSource: event.kind,
-    payload: event.payload,
-    pipeline,
-  });
+  const env = eventEnvironment(paths, event, pipeline);
   // filesystem metadata is slow at times (milliseconds per mkdir while the disk syncs): the
   // directories are made beside the transaction, never ahead of it
   const ready = makeRunDirectories(paths, true).then(

@@ -1,4 +1,5 @@
 import type { Pipeline } from "../shared/config/types.ts";
+import type { ResolvedEvent } from "./dispatch.ts";
 import type { Workspace } from "./workspace.ts";
 
 export interface RunEnvironmentInput {
@@ -34,6 +35,25 @@ export function runEnvironment(input: RunEnvironmentInput): Record<string, strin
     EVENT_SOURCE: input.eventSource,
     PAYLOAD_JSON: JSON.stringify(input.payload ?? null),
   };
+}
+
+/** The run environment of an event: what dispatch resolved, in the run's workspace. */
+export function eventEnvironment(
+  workspace: Workspace,
+  event: ResolvedEvent,
+  pipeline: Pick<Pipeline, "env">,
+): Record<string, string> {
+  const { repo, sha, branch } = event.context;
+  return runEnvironment({
+    workspace,
+    repo,
+    sha,
+    branch,
+    eventName: event.eventName,
+    eventSource: event.kind,
+    payload: event.payload,
+    pipeline,
+  });
 }
 
 export function setupStepArgv(run: string): string[] {

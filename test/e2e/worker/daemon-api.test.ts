@@ -2,7 +2,7 @@ import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
+import { groupAlive, lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { baseFiles, EXECUTABLES } from "./config-fixture.ts";
 import {
@@ -30,15 +30,6 @@ echo '{"ok": true}'
 interface ApiAnswer {
   trigger?: string;
   sandboxed?: boolean;
-}
-
-function alive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function envFile(text: string): Record<string, string> {
@@ -157,10 +148,10 @@ describe("the worker honours the daemon API (real processes, real Postgres)", ()
     const id = await postWebhook(url, "sleeper-hook", HOOK, {});
     const { invocation, runDir } = await runDirOf(id);
     const pgid = await pgidIn(runDir);
-    expect(alive(pgid)).toBe(true);
+    expect(groupAlive(pgid)).toBe(true);
     const cancelled = await api("POST", `/invocations/${invocation}/cancel`, ALICE, {});
     expect(cancelled.status).toBe(200);
-    await waitFor(async () => !alive(pgid), "the step's process group to be killed");
+    await waitFor(async () => !groupAlive(pgid), "the step's process group to be killed");
     await worker.waitForLog(
       (l) => l.event === "invocation.cancelled" && l.invocation === invocation,
       "invocation.cancelled",

@@ -166,3 +166,13 @@ export async function lineage(pool: pg.Pool, triggerId: string) {
     client.release();
   }
 }
+
+/** Whether any process of the group `pgid` is still alive. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

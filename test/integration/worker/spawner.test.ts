@@ -4,16 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Spawner } from "../../../worker/spawner.ts";
-import { waitFor } from "./helpers.ts";
-
-function alive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { groupAlive, waitFor } from "./helpers.ts";
 
 const PATH = process.env.PATH ?? "/usr/bin:/bin";
 
@@ -88,7 +79,7 @@ describe("spawner: prepared children", () => {
     expect(prepared.discard()).toBe(true);
     expect(prepared.held).toBe(false);
     expect(prepared.discard()).toBe(false);
-    await waitFor(async () => pid !== undefined && !alive(pid), "the gate's group to end");
+    await waitFor(async () => pid !== undefined && !groupAlive(pid), "the gate's group to end");
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(existsSync(marker)).toBe(false);
   });
