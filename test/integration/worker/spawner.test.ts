@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -69,11 +70,14 @@ describe("spawner: prepared children", () => {
     })!;
     // the gate shell is up and waiting before the discard
     const pids = await waitFor(async () => {
-      const { execFileSync } = await import("node:child_process");
-      const out = execFileSync("pgrep", ["-f", `touch ${marker}`])
-        .toString()
-        .trim();
-      return out ? out.split("\n").map(Number) : undefined;
+      try {
+        const out = execFileSync("pgrep", ["-f", `touch ${marker}`])
+          .toString()
+          .trim();
+        return out.split("\n").map(Number);
+      } catch {
+        return undefined; // pgrep exits 1 until the gate shell is up
+      }
     }, "the gate shell");
     pid = pids[0];
     expect(prepared.discard()).toBe(true);
