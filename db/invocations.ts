@@ -32,9 +32,9 @@ export async function insertInvocation(
 /**
  * Dispatch's in-process fast path: the invocation is created already held by the dispatching
  * worker (inside the dispatch transaction, so nobody else can see it queued), together with its
- * workload and the trigger's move to `running`, in one statement; the worker then runs it without a lane job. A crash before its first
- * heartbeat leaves a `running` row whose heartbeat goes stale, and the reaper queues it again like
- * any lost run.
+ * workload and the trigger's move to `running`, in one statement; the worker then runs it without
+ * a lane job. A crash before its first heartbeat leaves a `running` row whose heartbeat goes
+ * stale, and the reaper queues it again like any lost run.
  */
 export async function insertWorkloadWithClaimedInvocation(
   db: Queryable,

@@ -4,7 +4,7 @@ import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import type { ResolvedEvent } from "./dispatch.ts";
 import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
 import type { PreparedProcess, SpawnSpec } from "./spawner.ts";
-import { makeRunDirectories, type Workspace, workspacePaths } from "./workspace.ts";
+import { makeRunDirectories, workspacePaths } from "./workspace.ts";
 
 /**
  * A run's head start, taken while the dispatch transaction that creates it claimed is still
@@ -18,7 +18,6 @@ import { makeRunDirectories, type Workspace, workspacePaths } from "./workspace.
  * must not start for a run that may not exist.
  */
 export interface HeadStart {
-  paths: Workspace;
   /** the environment of every setup step of the run (and the base of its agent's) */
   env: Record<string, string>;
   /** the run's directories; false if they could not be made (the run then makes them itself) */
@@ -66,7 +65,6 @@ export function takeHeadStart(input: HeadStartInput): HeadStart | undefined {
     return undefined;
   }
   return {
-    paths,
     env,
     ready,
     firstStep,

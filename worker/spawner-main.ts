@@ -43,7 +43,7 @@ function run(request: Extract<SpawnRequest, { type: "spawn" }>) {
   // a held child's log directory may not exist yet: its log opens when its gate does
   let log: WriteStream | undefined;
   const openLog = () => {
-    log ??= createWriteStream(spec.logFile, { flags: spec.truncate ? "w" : "a" });
+    log = createWriteStream(spec.logFile, { flags: spec.truncate ? "w" : "a" });
     log.on("error", () => {}); // a log that cannot be written must not end the spawner
   };
   if (!gated) openLog();

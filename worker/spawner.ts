@@ -138,20 +138,16 @@ export class Spawner {
   /**
    * Starts a child held at a gate: a shell that waits on a pipe before it enters the child's
    * directory and execs the child's argv, in the environment and process group the child gets, so
-   * a release costs the exec alone. The directory need not exist until the release. A discarded child never gets past the gate: the closed pipe ends the shell, and its
-   * group is killed as well.
+   * a release costs the exec alone. The directory need not exist until the release. A discarded
+   * child never gets past the gate: the closed pipe ends the shell, and its group is killed too.
    */
   prepare(spec: SpawnSpec): PreparedProcess | undefined {
     if (GATE_VARIABLES.some((name) => name in spec.env)) return undefined;
     const launch = this.#launch(spec, true);
     let state: "held" | "released" | "discarded" = "held";
-    let exited = false;
-    void launch.outcome.then(() => {
-      exited = true;
-    });
     return {
       get held() {
-        return state === "held" && !exited;
+        return state === "held" && !launch.exited;
       },
       release: (watch) => {
         state = "released";
@@ -174,6 +170,7 @@ export class Spawner {
   ): {
     id: number;
     outcome: Promise<ProcessOutcome>;
+    readonly exited: boolean;
     watch(spec: Pick<ProcessSpec, "signal" | "timeoutMs">): void;
   } {
     const id = this.#next++;
@@ -249,7 +246,14 @@ export class Spawner {
       if (signal?.aborted) onAbort();
       else signal?.addEventListener("abort", onAbort, { once: true });
     };
-    return { id, outcome, watch };
+    return {
+      id,
+      outcome,
+      get exited() {
+        return exited;
+      },
+      watch,
+    };
   }
 
   #send(request: SpawnRequest) {

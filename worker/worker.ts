@@ -249,7 +249,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       // head starts taken in this transaction: abandoned with whatever part of it rolls back
       const heads: HeadStart[] = [];
       const headStart: DispatchOptions["headStart"] = (claim) => {
-        const head = spawner?.alive ? takeHeadStart({ config, spawner, ...claim }) : undefined;
+        const head = spawner ? takeHeadStart({ config, spawner, ...claim }) : undefined;
         if (head) heads.push(head);
         return head;
       };
