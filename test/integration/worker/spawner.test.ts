@@ -27,7 +27,8 @@ describe("spawner: prepared children", () => {
   it("a released child runs as a direct `sh -c` would: its directory (made after the prepare), exactly its environment, its fds, no trace of the gate", async () => {
     const cwd = join(dir, "later", "checkout");
     const env = { PATH, HOME: dir, PAYLOAD_JSON: `{"x":"$(touch ${dir}/pwned); \`id\`"}`, EMPTY: "" };
-    const script = 'echo "zero=$0 args=$# pwd=$(pwd)"; ls /proc/$$/fd | tr "\\n" " "; echo; env | sort';
+    // `ls` alone, one fd a line: a pipeline or $(…) would list the shell's own transient pipe fds
+    const script = 'echo "zero=$0 args=$# pwd=$(pwd)"; ls /proc/$$/fd; echo --; env | sort';
     const prepared = spawner.prepare({
       argv: ["/bin/sh", "-c", script],
       cwd,
@@ -48,9 +49,12 @@ describe("spawner: prepared children", () => {
     expect(direct.exitCode).toBe(0);
     const gatedLog = await readFile(join(dir, "later", "gated.log"), "utf8");
     expect(gatedLog).toBe(await readFile(join(dir, "later", "direct.log"), "utf8"));
-    const [first, fds, ...envLines] = gatedLog.trim().split("\n");
+    const [first, ...rest] = gatedLog.trim().split("\n");
+    const fds = rest.slice(0, rest.indexOf("--"));
+    const envLines = rest.slice(rest.indexOf("--") + 1);
     expect(first).toBe(`zero=/bin/sh args=0 pwd=${cwd}`);
-    expect(fds!.trim().split(" ")).not.toContain("3");
+    expect(fds).toContain("2");
+    expect(fds).not.toContain("3");
     const seen = Object.fromEntries(
       envLines.map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
     );
