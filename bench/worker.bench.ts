@@ -12,6 +12,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -205,15 +206,42 @@ async function main() {
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
     };
-    const post = async (name: string, body: unknown) => {
-      const response = await fetch(`http://127.0.0.1:${port}/webhooks/${name}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
+    // node:http on a kept-alive connection, not fetch(): fetch spends about half a millisecond of
+    // its own before the request leaves (measured here: 0.84-1.03 ms from the call to the server
+    // seeing the request, against 0.30-0.62 ms), and that is the client's time, not the daemon's
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (name: string, body: unknown) =>
+      new Promise<string>((resolve, reject) => {
+        const text = JSON.stringify(body);
+        const request = http.request(
+          {
+            host: "127.0.0.1",
+            port,
+            path: `/webhooks/${name}`,
+            method: "POST",
+            agent,
+            headers: {
+              authorization: `Bearer ${TOKEN}`,
+              "content-type": "application/json",
+              "content-length": Buffer.byteLength(text),
+            },
+          },
+          (response) => {
+            let answer = "";
+            response.setEncoding("utf8");
+            response.on("data", (chunk: string) => {
+              answer += chunk;
+            });
+            response.on("end", () => {
+              if (response.statusCode !== 202)
+                reject(new Error(`webhook answered ${response.statusCode}: ${answer}`));
+              else resolve((JSON.parse(answer) as { trigger: string }).trigger);
+            });
+          },
+        );
+        request.on("error", reject);
+        request.end(text);
       });
-      if (response.status !== 202) throw new Error(`webhook answered ${response.status}`);
-      return ((await response.json()) as { trigger: string }).trigger;
-    };
 
     // warm-up: first spawn, first queries, JIT
     for (let i = 0; i < 10; i += 1) await waitDone([await post("bench-hook", { warm: i })]);
@@ -254,6 +282,7 @@ async function main() {
       phases["dispatch transaction -> setup step running"]!.push(stepAt - Number(rows[0].claimed_at));
     }
 
+    agent.destroy();
     await stopRole(worker.child);
 
     // drain: idle workers, then 1,000 triggers committed at once (as the ingress stores them) and one wake-up
