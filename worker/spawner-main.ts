@@ -3,28 +3,102 @@
  * and kills their process groups when the worker is gone. Kept small on purpose: forking from a
  * small process is cheap, forking from the worker's large heap is not.
  */
-import { spawn } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import {
+  constants,
+  createWriteStream,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  unlinkSync,
+  type WriteStream,
+} from "node:fs";
+import { Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Writable } from "node:stream";
+import { GATE, RELEASE, SPARE_GATE, SPARE_RELEASE, sparePrelude } from "./gates.ts";
 import type { SpawnReply, SpawnRequest } from "./spawner.ts";
 
 const groups = new Set<number>();
 
-/** A child held at its gate (see Spawner.prepare): `open` lets it run, `discard` ends it. */
+/** A child held at its gate (see Spawner.prepare): `open` lets it run, `close` ends the gate. */
 interface Held {
-  gate: Writable;
   pid: number | undefined;
   open(): void;
+  close(): void;
 }
 const held = new Map<number, Held>();
 
+/** How many spares to keep: the worker's spawner keeps one; 0 turns them off (SVC_SPAWNER_SPARES). */
+const SPARES = Math.max(0, Number(process.env.SVC_SPAWNER_SPARES ?? 1) || 0);
+/** where the spares make their FIFOs: private to this spawner, removed with it */
+const spareDir = SPARES > 0 ? mkdtempSync(join(tmpdir(), "svc-spawner-")) : undefined;
+const spares: { child: ChildProcess; fifo: string }[] = [];
+let sparesMade = 0;
 /**
- * The gate of a held child. It starts in "/" because its workspace may not exist yet, waits for a
- * line on fd 3, then enters the child's directory and execs the child's argv with fd 3 closed:
- * `$0` is /bin/sh as for a direct `sh -c`, and the OLDPWD that `cd` sets is dropped, so the child
- * sees exactly the environment and directory it would have been spawned with (GATE_VARIABLES).
+ * A spare is replaced once the one taken has been released or dropped, and this long after: the
+ * fork and exec of the replacement must not slow the first exec of the run it serves.
  */
-const GATE = 'IFS= read -r svc_gate <&3 && cd -P -- "$1" && unset OLDPWD svc_gate && shift && exec "$@" 3<&-';
+const REPLENISH_DELAY_MS = 10;
+let replenishing: NodeJS.Timeout | undefined;
+
+function startSpare() {
+  sparesMade += 1;
+  const fifo = join(spareDir!, `spare-${sparesMade}`);
+  const child = spawn("/bin/sh", ["-c", SPARE_GATE, "/bin/sh", fifo], {
+    cwd: "/",
+    env: {},
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  if (child.pid === undefined) return;
+  groups.add(child.pid);
+  child.on("error", () => {});
+  const spare = { child, fifo };
+  // a spare that ends before it is taken (killed from outside, say) is simply replaced
+  child.once("exit", () => {
+    const index = spares.indexOf(spare);
+    if (index < 0) return;
+    spares.splice(index, 1);
+    groups.delete(child.pid!);
+    rmSync(fifo, { force: true });
+    replenish();
+  });
+  spares.push(spare);
+}
+
+function replenish() {
+  if (replenishing || spares.length >= SPARES || !process.connected) return;
+  replenishing = setTimeout(() => {
+    replenishing = undefined;
+    while (spares.length < SPARES) startSpare();
+  }, REPLENISH_DELAY_MS);
+}
+
+/** A spare whose shell is waiting on its FIFO, with the FIFO open for writing; none if none is. */
+function takeSpare(): { child: ChildProcess; gate: Socket } | undefined {
+  const spare = spares[0];
+  if (!spare) return undefined;
+  let fd: number;
+  try {
+    // without a reader this fails at once (ENXIO), as it does before the FIFO exists (ENOENT):
+    // the spare is still starting, and this child gets a gate of its own
+    fd = openSync(spare.fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  spares.shift();
+  unlinkSync(spare.fifo);
+  const gate = new Socket({ fd, readable: false, writable: true });
+  gate.on("error", () => {});
+  gate.once("close", replenish);
+  return { child: spare.child, gate };
+}
+
+function removeSpareDir() {
+  if (spareDir) rmSync(spareDir, { recursive: true, force: true });
+}
 
 const send = (reply: SpawnReply) => {
   if (process.connected) process.send?.(reply);
@@ -40,6 +114,8 @@ function killGroup(pgid: number) {
 
 function run(request: Extract<SpawnRequest, { type: "spawn" }>) {
   const { id, spec, gated } = request;
+  const prelude = gated && spec.stdin === undefined ? sparePrelude(spec) : undefined;
+  const spare = prelude === undefined ? undefined : takeSpare();
   // a held child's log directory may not exist yet: its log opens when its gate does
   let log: WriteStream | undefined;
   const openLog = () => {
@@ -50,30 +126,49 @@ function run(request: Extract<SpawnRequest, { type: "spawn" }>) {
   let stdout = "";
   let settled = false;
   const [file, ...args] = gated ? ["/bin/sh", "-c", GATE, "/bin/sh", spec.cwd, ...spec.argv] : spec.argv;
-  const child = spawn(file!, args, {
-    cwd: gated ? "/" : spec.cwd,
-    env: spec.env,
-    detached: true,
-    stdio: [
-      spec.stdin === undefined ? "ignore" : "pipe",
-      "pipe",
-      "pipe",
-      ...(gated ? ["pipe" as const] : []),
-    ],
-  });
-  if (gated) {
+  const child =
+    spare?.child ??
+    spawn(file!, args, {
+      cwd: gated ? "/" : spec.cwd,
+      env: spec.env,
+      detached: true,
+      stdio: [
+        spec.stdin === undefined ? "ignore" : "pipe",
+        "pipe",
+        "pipe",
+        ...(gated ? ["pipe" as const] : []),
+      ],
+    });
+  if (spare) {
+    spare.gate.write(prelude!);
+    held.set(id, {
+      pid: child.pid,
+      open: () => {
+        openLog();
+        spare.gate.end(SPARE_RELEASE);
+      },
+      close: () => spare.gate.destroy(),
+    });
+  } else if (gated) {
     const gate = child.stdio[3] as Writable;
     gate.on("error", () => {});
-    held.set(id, { gate, pid: child.pid, open: openLog });
+    held.set(id, {
+      pid: child.pid,
+      open: () => {
+        openLog();
+        gate.end(RELEASE);
+      },
+      close: () => gate.destroy(),
+    });
   }
   if (child.pid !== undefined) {
     groups.add(child.pid);
-    send({ type: "started", id, pid: child.pid });
+    send({ type: "started", id, pid: child.pid, ...(spare ? { spare: true } : {}) });
   }
   const finish = (exitCode: number | null, signal: NodeJS.Signals | null, spawnError?: string) => {
     if (settled) return;
     settled = true;
-    held.get(id)?.gate.destroy();
+    held.get(id)?.close();
     held.delete(id);
     if (child.pid !== undefined) groups.delete(child.pid);
     const reply = () =>
@@ -101,20 +196,21 @@ process.on("message", (request: SpawnRequest) => {
     const child = held.get(request.id);
     held.delete(request.id);
     child?.open();
-    child?.gate.end("\n");
   } else if (request.type === "discard") {
     // the closed gate alone ends the shell before it runs anything; the kill makes sure
     const child = held.get(request.id);
     held.delete(request.id);
-    child?.gate.destroy();
+    child?.close();
     if (child?.pid !== undefined) killGroup(child.pid);
   }
 });
 // the IPC channel closes when the worker process is gone, however it went (SIGKILL included)
 process.on("disconnect", () => {
   for (const pgid of groups) killGroup(pgid);
+  removeSpareDir();
   process.exit(0);
 });
 // a terminal's Ctrl-C reaches the whole foreground group: the spawner goes only with its worker
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => {});
+while (spares.length < SPARES) startSpare();
 send({ type: "ready" });

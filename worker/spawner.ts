@@ -18,7 +18,8 @@ export type SpawnRequest =
 
 export type SpawnReply =
   | { type: "ready" }
-  | { type: "started"; id: number; pid: number }
+  /** `spare`: the child is a spare shell the spawner started before it was asked (see gates.ts) */
+  | { type: "started"; id: number; pid: number; spare?: boolean }
   | {
       type: "exit";
       id: number;
@@ -44,11 +45,13 @@ export interface PreparedProcess {
   release(watch: Pick<ProcessSpec, "signal" | "timeoutMs">): Promise<ProcessOutcome>;
   /** it must never run: its gate closes and its process group is killed; false if it was not held */
   discard(): boolean;
+  /** the gate's process is up; `spare` if it was a spare shell, not one forked for this child */
+  readonly started: Promise<{ pid: number; spare: boolean }>;
 }
 
 interface Pending {
   pid?: number;
-  onStarted: (pid: number) => void;
+  onStarted: (pid: number, spare: boolean) => void;
   onExit: (reply: Extract<SpawnReply, { type: "exit" }>) => void;
 }
 
@@ -77,7 +80,7 @@ export class Spawner {
         const pending = this.#pending.get(reply.id);
         if (pending) {
           pending.pid = reply.pid;
-          pending.onStarted(reply.pid);
+          pending.onStarted(reply.pid, reply.spare === true);
         }
       } else if (reply.type === "exit") {
         const pending = this.#pending.get(reply.id);
@@ -101,12 +104,16 @@ export class Spawner {
     });
   }
 
-  static async start(): Promise<Spawner> {
+  /** `spares`: how many spare gate shells it keeps ready for prepare (default 1) */
+  static async start(options: { spares?: number } = {}): Promise<Spawner> {
     const child = fork(MAIN, [], {
       execArgv: [],
       detached: true,
       stdio: ["ignore", "inherit", "inherit", "ipc"],
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        ...(options.spares === undefined ? {} : { SVC_SPAWNER_SPARES: String(options.spares) }),
+      },
     });
     await new Promise<void>((resolve, reject) => {
       child.once("message", () => resolve());
@@ -161,6 +168,7 @@ export class Spawner {
         this.#send({ type: "discard", id: launch.id });
         return true;
       },
+      started: launch.started,
     };
   }
 
@@ -170,6 +178,7 @@ export class Spawner {
   ): {
     id: number;
     outcome: Promise<ProcessOutcome>;
+    started: Promise<{ pid: number; spare: boolean }>;
     readonly exited: boolean;
     watch(spec: Pick<ProcessSpec, "signal" | "timeoutMs">): void;
   } {
@@ -187,6 +196,10 @@ export class Spawner {
       aborted = true;
       kill();
     };
+    let reportStarted: (started: { pid: number; spare: boolean }) => void = () => {};
+    const started = new Promise<{ pid: number; spare: boolean }>((resolve) => {
+      reportStarted = resolve;
+    });
     const outcome = new Promise<ProcessOutcome>((resolve) => {
       if (this.#closed) {
         resolve({
@@ -200,8 +213,9 @@ export class Spawner {
         return;
       }
       this.#pending.set(id, {
-        onStarted: (started) => {
-          pid = started;
+        onStarted: (startedPid, spare) => {
+          pid = startedPid;
+          reportStarted({ pid: startedPid, spare });
           if (timedOut || aborted) kill();
         },
         onExit: (reply) => {
@@ -249,6 +263,7 @@ export class Spawner {
     return {
       id,
       outcome,
+      started,
       get exited() {
         return exited;
       },
