@@ -12,6 +12,53 @@ export async function withTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
 ): Promise<T> {
+  return inTransaction(pool, "BEGIN", (client) => work(client));
+}
+
+/**
+ * withTransaction whose BEGIN travels with the transaction's first statement, in one round trip:
+ * `firstStatement` is sent as a simple query after BEGIN, so it takes no parameters, and whatever
+ * it names must be checked (or be our own literal) before it is put in the text.
+ */
+export async function withTransactionOpenedBy<T>(
+  pool: pg.Pool,
+  firstStatement: string,
+  work: (client: pg.PoolClient, first: pg.QueryResult) => Promise<T>,
+): Promise<T> {
+  return inTransaction(pool, `BEGIN; ${firstStatement}`, (client, results) => {
+    // a simple query of two statements answers with one result each
+    const first = (results as unknown as pg.QueryResult[])[1]!;
+    return work(client, first);
+  });
+}
+
+async function inTransaction<T>(
+  pool: pg.Pool,
+  begin: string,
+  work: (client: pg.PoolClient, begun: pg.QueryResult) => Promise<T>,
+): Promise<T> {
+  return withClient(pool, async (client, broken) => {
+    try {
+      const begun = await client.query(begin);
+      const result = await work(client, begun);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(broken);
+      throw error;
+    }
+  });
+}
+
+/**
+ * Runs `work` on one pooled client outside any transaction, with the same care for a connection
+ * lost meanwhile as withTransaction: the client is destroyed, not handed to the next caller, when
+ * its connection failed or `work` calls `broken`.
+ */
+export async function withClient<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient, broken: () => void) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect();
   let lost: Error | undefined;
   const onError = (error: Error) => {
@@ -20,14 +67,10 @@ export async function withTransaction<T>(
   client.on("error", onError);
   let broken = false;
   try {
-    await client.query("BEGIN");
-    const result = await work(client);
-    await client.query("COMMIT");
-    return result;
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {
+    return await work(client, () => {
       broken = true;
     });
+  } catch (error) {
     broken ||= isConnectionError(error);
     throw error;
   } finally {

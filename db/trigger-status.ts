@@ -19,15 +19,28 @@ export interface LockedTrigger {
   has_workloads: boolean;
 }
 
+const LOCKED_COLUMNS = `t.id, t.kind, t.source, t.event_name, t.status, t.payload, t.owner, t.replay_of,
+       EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
+
 /** Row-locks the trigger so a retried dispatch job waits for, then sees, the first one's work. */
 export async function lockTrigger(db: pg.ClientBase, id: string): Promise<LockedTrigger | undefined> {
   const { rows } = await db.query<LockedTrigger>(
-    `SELECT t.id, t.kind, t.source, t.event_name, t.status, t.payload, t.owner, t.replay_of,
-            EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads
-       FROM svc.triggers t WHERE t.id = $1 FOR UPDATE OF t`,
+    `SELECT ${LOCKED_COLUMNS} FROM svc.triggers t WHERE t.id = $1 FOR UPDATE OF t`,
     [id],
   );
   return rows[0];
+}
+
+const TRIGGER_ID = /^trg_[a-z2-7]{1,64}$/;
+
+/**
+ * The statement that locks a trigger still `queued`, skipping it if another transaction holds it
+ * (that one is dispatching it), written out for withTransactionOpenedBy: `id` is put in the text,
+ * so anything but a trigger id is refused here.
+ */
+export function lockQueuedTriggerStatement(id: string): string {
+  if (!TRIGGER_ID.test(id)) throw new Error(`not a trigger id: ${JSON.stringify(id.slice(0, 80))}`);
+  return `SELECT ${LOCKED_COLUMNS} FROM svc.triggers t WHERE t.id = '${id}' AND t.status = 'queued' FOR UPDATE OF t SKIP LOCKED`;
 }
 
 /** Discarded triggers live in the shorter retention tier; they own no workloads, so they go alone. */

@@ -7,7 +7,7 @@ import {
   insertWorkloadWithClaimedInvocation,
 } from "../db/invocations.ts";
 import { withTransaction } from "../db/transaction.ts";
-import { lockTrigger } from "../db/trigger-status.ts";
+import { type LockedTrigger, lockTrigger } from "../db/trigger-status.ts";
 import { getTrigger, setTriggerStatus } from "../db/triggers.ts";
 import { insertWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
@@ -135,6 +135,8 @@ function unknownReference(
 export interface DispatchOptions {
   /** the pg-boss dispatch job being worked: completed inside the dispatch transaction */
   jobId?: string;
+  /** the trigger, already row-locked by this transaction (an announced trigger: see worker.ts) */
+  locked?: LockedTrigger;
   /**
    * The dispatching worker, when it has a free slot: the first invocation whose lane is usable is
    * created already held by it (`running`, heartbeat now) and comes back to be run in-process, with
@@ -142,9 +144,9 @@ export interface DispatchOptions {
    */
   claimFor?: string;
   /**
-   * Called for that claimed run before its rows are written, to get its workspace and first step
-   * ready while the transaction commits (see head-start.ts). The caller abandons what it got if
-   * the transaction rolls back.
+   * Called for that claimed run as its rows are written, to get its first step and workspace
+   * ready before the transaction has committed (see head-start.ts). The caller abandons what it
+   * got if the transaction rolls back.
    */
   headStart?: (claim: {
     workloadId: string;
@@ -194,7 +196,7 @@ export async function dispatchInTransaction(
       if (options.jobId)
         await deps.boss.complete(DISPATCH_QUEUE, options.jobId, null, { db: transactionDb(client) });
     };
-    const trigger = await lockTrigger(client, triggerId);
+    const trigger = options.locked ?? (await lockTrigger(client, triggerId));
     if (!trigger) {
       await done();
       return { kind: "missing" as const };
@@ -242,8 +244,10 @@ export async function dispatchInTransaction(
       const target = lane.target ? config.targets[lane.target] : undefined;
       const usable = !target || targetUsable(target, deps.cooldowns, deps.secrets);
       if (options.claimFor && !claimed && usable) {
+        // the held step is asked for first, so the spawner forks it while the statement below
+        // runs, and the directories are made once the statement is on its way
         const headStart = options.headStart?.({ workloadId, invocationId, pipeline, event });
-        const invocation = await insertWorkloadWithClaimedInvocation(client, {
+        const inserting = insertWorkloadWithClaimedInvocation(client, {
           workloadId,
           triggerId,
           pipeline: pipeline.name,
@@ -253,6 +257,8 @@ export async function dispatchInTransaction(
           target: lane.target,
           workerId: options.claimFor,
         });
+        headStart?.makeDirectories();
+        const invocation = await inserting;
         claimed = {
           invocation,
           workload: { id: workloadId, trigger_id: triggerId, pipeline: pipeline.name },
@@ -289,6 +295,35 @@ export async function dispatchInTransaction(
     await done();
     return { kind: "dispatched" as const, created, claimed };
   }
+}
+
+/**
+ * The pipeline an announced trigger fires, when its kind, source and event name alone decide
+ * everything its dispatch would: a webhook route, or a code host event that no pipeline narrows to
+ * repositories (otherwise the payload's repository counts); exactly one pipeline, naming nothing
+ * unknown, whose lane can run now. Otherwise undefined: the trigger is dispatched the long way.
+ */
+export function plannedClaim(
+  deps: Pick<DispatchDeps, "config" | "cooldowns" | "secrets">,
+  trigger: { kind: string; source: string; eventName: string },
+): { pipeline: Pipeline; target: string | null } | undefined {
+  const { config } = deps;
+  if (trigger.kind !== "webhook" && trigger.kind !== "codehost") return undefined;
+  const pipelines = matchPipelines(config, { ...trigger, repo: "" });
+  if (trigger.kind === "codehost") {
+    const narrowed = Object.values(config.pipelines).some((pipeline) =>
+      pipeline.trigger?.codehost.some((matcher) => matcher.repos.length > 0),
+    );
+    if (narrowed) return undefined;
+  }
+  if (pipelines.length !== 1) return undefined;
+  const pipeline = pipelines[0]!;
+  // webhook and code host events name no agent or skill of their own
+  if (unknownReference(config, pipelines, { repo: "", sha: "", branch: "" })) return undefined;
+  const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
+  const target = lane.target ? config.targets[lane.target] : undefined;
+  if (target && !targetUsable(target, deps.cooldowns, deps.secrets)) return undefined;
+  return { pipeline, target: lane.target };
 }
 
 /** After the dispatch transaction committed: logs, and wakes the lanes it sent jobs to. */

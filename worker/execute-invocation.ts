@@ -159,13 +159,16 @@ export async function runClaimedInvocation(
   const paths = workspacePaths(deps.config.dir, workload.id, invocationId);
   let end: RunEnd;
   try {
-    logger.info("invocation started", {
-      event: "invocation.started",
-      invocation: invocationId,
-      workload: workload.id,
-      pipeline: workload.pipeline,
-      attempt: claimed.attempts,
-    });
+    // written once run() waits for the first time: a step held at its gate is released first
+    queueMicrotask(() =>
+      logger.info("invocation started", {
+        event: "invocation.started",
+        invocation: invocationId,
+        workload: workload.id,
+        pipeline: workload.pipeline,
+        attempt: claimed.attempts,
+      }),
+    );
     end = pipeline
       ? await run(deps, {
           invocationId,
@@ -319,7 +322,7 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
   let seq = 0;
   const { headStart } = input;
   // a head start is taken only when nothing is cloned, and makes the same directories
-  const headStartReady = headStart ? await headStart.ready : false;
+  const headStartReady = headStart?.ready ?? false;
   try {
     if (!headStartReady)
       await prepareWorkspace(paths, {
@@ -345,14 +348,11 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
   for (const [index, step] of pipeline.setup.entries()) {
     const taskId = newId("task");
     const name = `setup[${index}]: ${stepLabel(step.run)}`;
-    // the task row is written while the step starts: the step does not wait for the database
-    const started = startTask(pool, { id: taskId, invocationId, kind: "setup", name, seq: seq++ });
-    started.catch(() => {});
     const logFile = join(paths.logsDir, `setup-${index}.log`);
-    const outcome =
+    const running =
       index === 0 && headStartReady && headStart?.firstStep.held
-        ? await headStart.firstStep.release({ signal })
-        : await runProcessTree({
+        ? headStart.firstStep.release({ signal })
+        : runProcessTree({
             argv: setupStepArgv(step.run),
             cwd: paths.checkout,
             env,
@@ -361,6 +361,10 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
             signal,
             spawner: deps.spawner,
           });
+    // the task row is written while the step runs: the step does not wait for the database
+    const started = startTask(pool, { id: taskId, invocationId, kind: "setup", name, seq: seq++ });
+    started.catch(() => {});
+    const outcome = await running;
     await started;
     await recordFileArtifact(pool, {
       invocationId,

@@ -4,12 +4,13 @@ import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import type { ResolvedEvent } from "./dispatch.ts";
 import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
 import type { PreparedProcess, SpawnSpec } from "./spawner.ts";
-import { makeRunDirectories, workspacePaths } from "./workspace.ts";
+import { makeNewRunDirectoriesNow, workspacePaths } from "./workspace.ts";
 
 /**
- * A run's head start, taken while the dispatch transaction that creates it claimed is still
- * committing: its directories are made and its first setup step is started, held at its gate
- * (see Spawner.prepare).
+ * A run's head start, taken while the dispatch transaction that creates it claimed is still open:
+ * its first setup step is started, held at its gate (see Spawner.prepare), so the spawner forks
+ * while the database works, and its directories are made once the statement that writes the run's
+ * rows has been sent (`makeDirectories`).
  * After the commit the run releases the step, so what remains between the commit and the step
  * running is an exec, not a mkdir, a fork and an exec. If the transaction rolls back, `abandon`
  * drops the held step, which never ran anything, and the directories of a run that never existed.
@@ -20,8 +21,10 @@ import { makeRunDirectories, workspacePaths } from "./workspace.ts";
 export interface HeadStart {
   /** the environment of every setup step of the run (and the base of its agent's) */
   env: Record<string, string>;
-  /** the run's directories; false if they could not be made (the run then makes them itself) */
-  ready: Promise<boolean>;
+  /** makes the run's directories, at once; false if they could not be made */
+  makeDirectories(): boolean;
+  /** the run's directories were made; if not, the run makes them itself */
+  readonly ready: boolean;
   firstStep: PreparedProcess;
   /** the dispatch rolled back: the held step is dropped and the directories removed */
   abandon(): void;
@@ -34,6 +37,8 @@ export interface HeadStartInput {
   invocationId: string;
   pipeline: Pipeline;
   event: ResolvedEvent;
+  /** the run's directories exist already (made while the claim's statement ran) */
+  directoriesMade?: boolean;
 }
 
 export function takeHeadStart(input: HeadStartInput): HeadStart | undefined {
@@ -44,12 +49,6 @@ export function takeHeadStart(input: HeadStartInput): HeadStart | undefined {
   if (repo && config.repos[repo]?.cloneUrl) return undefined;
   const paths = workspacePaths(config.dir, input.workloadId, input.invocationId);
   const env = eventEnvironment(paths, event, pipeline);
-  // filesystem metadata is slow at times (milliseconds per mkdir while the disk syncs): the
-  // directories are made beside the transaction, never ahead of it
-  const ready = makeRunDirectories(paths, true).then(
-    () => true,
-    () => false,
-  );
   const firstStep = input.spawner.prepare({
     argv: setupStepArgv(first.run),
     cwd: paths.checkout,
@@ -57,20 +56,26 @@ export function takeHeadStart(input: HeadStartInput): HeadStart | undefined {
     logFile: join(paths.logsDir, "setup-0.log"),
     truncate: true,
   });
-  const removeDirectories = () => {
-    void ready.then(() => rm(paths.root, { recursive: true, force: true })).catch(() => {});
-  };
-  if (!firstStep) {
-    removeDirectories();
-    return undefined;
-  }
+  if (!firstStep) return undefined;
+  let ready = input.directoriesMade === true;
   return {
     env,
-    ready,
+    get ready() {
+      return ready;
+    },
+    makeDirectories() {
+      try {
+        makeNewRunDirectoriesNow(paths);
+        ready = true;
+      } catch {
+        ready = false;
+      }
+      return ready;
+    },
     firstStep,
     abandon() {
       firstStep.discard();
-      removeDirectories();
+      if (ready) void rm(paths.root, { recursive: true, force: true }).catch(() => {});
     },
   };
 }

@@ -1,14 +1,23 @@
 import { randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { ensureLaneQueue, NOTIFY_CHANNEL, startBoss, transactionDb } from "../db/boss.ts";
 import { createPool } from "../db/connect.ts";
 import { type DrainState, readDrain } from "../db/daemon-state.ts";
-import { CANCEL_CHANNEL, claimInvocations, type InvocationRow } from "../db/invocations.ts";
+import {
+  CANCEL_CHANNEL,
+  claimAnnouncedTrigger,
+  claimInvocations,
+  type InvocationRow,
+} from "../db/invocations.ts";
 import { migrate } from "../db/migrate.ts";
-import { withTransaction } from "../db/transaction.ts";
+import { withTransaction, withTransactionOpenedBy } from "../db/transaction.ts";
+import { parseAnnouncement, TRIGGER_CHANNEL, type TriggerAnnouncement } from "../db/trigger-announcements.ts";
+import { lockQueuedTriggerStatement } from "../db/trigger-status.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
+import { newId } from "../shared/ids.ts";
 import type { Logger } from "../shared/logger.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, laneQueue } from "../shared/queues.ts";
 import { CredentialCooldowns } from "./credentials/cooldowns.ts";
@@ -16,9 +25,12 @@ import { CoolingProbe } from "./credentials/probe.ts";
 import { CredentialSecrets } from "./credentials/secrets.ts";
 import {
   afterDispatch,
+  type ClaimedRun,
   type DispatchOptions,
   type DispatchOutcome,
   dispatchInTransaction,
+  plannedClaim,
+  resolveEvent,
 } from "./dispatch.ts";
 import { type ExecuteDeps, type RunHandle, runClaimedInvocation } from "./execute-invocation.ts";
 import { type HeadStart, takeHeadStart } from "./head-start.ts";
@@ -26,6 +38,7 @@ import { LOCAL_LANE, targetUsable } from "./lanes.ts";
 import { reapStaleInvocations } from "./reaper.ts";
 import { sweepWorkspaces } from "./retention.ts";
 import { Spawner } from "./spawner.ts";
+import { makeNewRunDirectoriesNow, workspacePaths } from "./workspace.ts";
 
 export interface WorkerOptions {
   config: Readonly<ConfigSnapshot>;
@@ -58,9 +71,10 @@ const DRAIN_TTL_MS = 1_000;
 /**
  * `svc worker`: one claim loop per process. Woken by LISTEN/NOTIFY (polling is the backstop), it
  * fetches exactly as many jobs as it has free slots: lane jobs (invocations waiting on a usable
- * target) first, then dispatch jobs. Dispatching a trigger creates its first runnable invocation
- * already claimed by this worker, which runs it at once, in-process: no second trip through the
- * queue. A lane is fetched only while its target is usable, so the jobs of a target whose only
+ * target) first, then dispatch jobs. A trigger the ingress announced by name is dispatched without
+ * fetching its job first (see takeAnnounced). Dispatching a trigger creates its first runnable
+ * invocation already claimed by this worker, which runs it at once, in-process: no second trip
+ * through the queue. A lane is fetched only while its target is usable, so the jobs of a target whose only
  * credential is dead wait instead of failing. While the daemon is drained nothing is claimed.
  */
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
@@ -125,7 +139,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     let everything = true;
     /** queues a NOTIFY named, or whose last fetch came back full, not fetched since */
     const notified = new Set<string>();
-    const hasWork = () => everything || notified.size > 0;
+    /** triggers announced by name while this worker had a free slot, oldest first */
+    const announced: TriggerAnnouncement[] = [];
+    const hasWork = () => everything || notified.size > 0 || announced.length > 0;
     let wake: (() => void) | undefined;
     const poke = (queue?: string) => {
       if (queue) notified.add(queue);
@@ -140,6 +156,20 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           NOTIFY_CHANNEL,
           (queue) => {
             if (queues.has(queue)) poke(queue);
+          },
+          () => poke(),
+        ),
+      );
+      listeners.push(
+        await listen(
+          TRIGGER_CHANNEL,
+          (payload) => {
+            const announcement = parseAnnouncement(payload);
+            if (!announcement) return;
+            // a busy worker leaves it to one with room; if none has, the job waits in the queue
+            if (free - announced.length > 0 && !closing) announced.push(announcement);
+            else notified.add(DISPATCH_QUEUE);
+            wake?.();
           },
           () => poke(),
         ),
@@ -233,6 +263,72 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     /** dispatch jobs whose unguarded dispatch threw: the next round dispatches them under a savepoint */
     const suspects = new Set<string>();
 
+    /** the head starts taken in one dispatch transaction, to abandon whatever part of it rolls back */
+    const headStarts = () => {
+      const taken: HeadStart[] = [];
+      const take: DispatchOptions["headStart"] = (claim) => {
+        const head = spawner ? takeHeadStart({ config, spawner, ...claim }) : undefined;
+        if (head) taken.push(head);
+        return head;
+      };
+      return { taken, take };
+    };
+
+    /**
+     * Dispatches a trigger the ingress announced, without fetching its job: one statement opens
+     * the transaction and locks the trigger if it is still `queued` and no other transaction holds
+     * it, so of the workers that heard the announcement the first one dispatches it and the others
+     * skip it without waiting, having started nothing. Its job is completed after the commit; a
+     * worker that fetched the job meanwhile waits on the trigger's lock, then finds it dispatched.
+     * This transaction never waits on a lock (the job's row included), so it deadlocks with nothing.
+     * If it fails, the job is still queued: the next round fetches it, under the usual guards.
+     */
+    const takeAnnounced = async (announcement: TriggerAnnouncement): Promise<void> => {
+      const planned = closing ? undefined : plannedClaim(dispatchDeps, announcement);
+      if (planned) return claimAnnounced(announcement, planned);
+      const { triggerId, jobId } = announcement;
+      free -= 1;
+      const heads = headStarts();
+      let outcome: DispatchOutcome | undefined;
+      try {
+        outcome = await withTransactionOpenedBy(
+          pool,
+          lockQueuedTriggerStatement(triggerId),
+          async (client, locked) => {
+            const trigger = locked.rows[0];
+            if (!trigger) return undefined;
+            return dispatchInTransaction(dispatchDeps, client, triggerId, {
+              locked: trigger,
+              claimFor: closing ? undefined : id,
+              headStart: heads.take,
+            });
+          },
+        );
+      } catch (error) {
+        for (const head of heads.taken) head.abandon();
+        free += 1;
+        logger.debug("dispatch of an announced trigger failed; its job is fetched instead", {
+          event: "dispatch.announced_failed",
+          trigger: triggerId,
+          error: (error as Error).message,
+        });
+        notified.add(DISPATCH_QUEUE);
+        return;
+      }
+      if (!outcome) {
+        free += 1;
+        return;
+      }
+      // the run first, the logs after: its held step is released before anything else
+      const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
+      if (run) start(() => runClaimedInvocation(deps, run.invocation, shutdown.signal, run));
+      else free += 1;
+      afterDispatch(dispatchDeps, triggerId, outcome);
+      // after the run is on its way: the job only said "dispatch this trigger"; one left behind
+      // is fetched later and finds its trigger dispatched
+      boss!.complete(DISPATCH_QUEUE, jobId, null, { includeQueued: true }).catch(() => {});
+    };
+
     /**
      * Fetches up to `room` dispatch jobs and dispatches them in one transaction (one commit for the
      * batch; a savepoint per trigger, so a trigger that fails to dispatch is failed for a retry
@@ -246,13 +342,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       let fetched = 0;
       let unguarded: { job: string; trigger: string } | undefined;
       const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
-      // head starts taken in this transaction: abandoned with whatever part of it rolls back
-      const heads: HeadStart[] = [];
-      const headStart: DispatchOptions["headStart"] = (claim) => {
-        const head = spawner ? takeHeadStart({ config, spawner, ...claim }) : undefined;
-        if (head) heads.push(head);
-        return head;
-      };
+      const { taken: heads, take: headStart } = headStarts();
       try {
         await withTransaction(pool, async (client) => {
           const db = transactionDb(client);
@@ -317,12 +407,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         return fetched;
       }
       let runs = 0;
-      for (const { triggerId, outcome } of outcomes) {
-        const run = afterDispatch(dispatchDeps, triggerId, outcome);
+      for (const { outcome } of outcomes) {
+        const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
         if (!run) continue;
         runs += 1;
         start(() => runClaimedInvocation(deps, run.invocation, shutdown.signal, run));
       }
+      for (const { triggerId, outcome } of outcomes) afterDispatch(dispatchDeps, triggerId, outcome);
       free += room - runs;
       return fetched;
     };
@@ -338,6 +429,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       const order = [...usableLanes().map(([lane]) => lane), DISPATCH_QUEUE];
       for (const queue of notified) if (!order.includes(queue)) notified.delete(queue);
       for (const queue of order) {
+        if (queue === DISPATCH_QUEUE) await takeAnnouncements();
         if (!all && !notified.has(queue)) continue;
         if (free <= 0 || closing) {
           if (all) everything = true; // what was not looked at yet waits for the next free slot
@@ -348,6 +440,102 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         const got = queue === DISPATCH_QUEUE ? await takeDispatchJobs(room) : await takeLaneJobs(queue, room);
         if (got >= room) notified.add(queue); // a full batch: there may be more
       }
+    };
+
+    /**
+     * An announced trigger whose dispatch is known from the announcement alone (plannedClaim): one
+     * statement claims it, with its commit, while its directories are made; a spare shell then
+     * becomes its first setup step (see gates.ts). A trigger that is no longer what the
+     * announcement said, or that another worker holds, is left alone: its job is still queued.
+     */
+    const claimAnnounced = async (
+      announcement: TriggerAnnouncement,
+      planned: NonNullable<ReturnType<typeof plannedClaim>>,
+    ): Promise<void> => {
+      const { triggerId, jobId, kind, source, eventName } = announcement;
+      const { pipeline, target } = planned;
+      free -= 1;
+      const workloadId = newId("workload");
+      const invocationId = newId("invocation");
+      const paths = workspacePaths(config.dir, workloadId, invocationId);
+      let made = false;
+      let claimed: Awaited<ReturnType<typeof claimAnnouncedTrigger>>;
+      try {
+        claimed = await claimAnnouncedTrigger(
+          pool,
+          {
+            triggerId,
+            kind,
+            source,
+            eventName,
+            workloadId,
+            pipeline: pipeline.name,
+            workspace: paths.root,
+            invocationId,
+            target,
+            workerId: id,
+          },
+          () => {
+            try {
+              makeNewRunDirectoriesNow(paths);
+              made = true;
+            } catch {
+              // the run makes them itself
+            }
+          },
+        );
+      } catch (error) {
+        claimed = undefined;
+        logger.debug("claim of an announced trigger failed; its job is fetched instead", {
+          event: "dispatch.announced_failed",
+          trigger: triggerId,
+          error: (error as Error).message,
+        });
+        notified.add(DISPATCH_QUEUE);
+      }
+      if (!claimed) {
+        if (made) void rm(paths.root, { recursive: true, force: true }).catch(() => {});
+        free += 1;
+        return;
+      }
+      const event = await resolveEvent(pool, { kind, source, eventName, payload: claimed.payload });
+      const run: ClaimedRun = {
+        invocation: claimed.invocation,
+        workload: { id: workloadId, trigger_id: triggerId, pipeline: pipeline.name },
+        event,
+        headStart: spawner
+          ? takeHeadStart({
+              config,
+              spawner,
+              workloadId,
+              invocationId,
+              pipeline,
+              event,
+              directoriesMade: made,
+            })
+          : undefined,
+      };
+      start(() => runClaimedInvocation(deps, run.invocation, shutdown.signal, run));
+      afterDispatch(dispatchDeps, triggerId, {
+        kind: "dispatched",
+        created: [
+          { workload: workloadId, invocation: invocationId, pipeline: pipeline.name, lane: "in-process" },
+        ],
+        claimed: run,
+      });
+      boss!.complete(DISPATCH_QUEUE, jobId, null, { includeQueued: true }).catch(() => {});
+      logger.debug("announced trigger claimed in one statement", {
+        event: "dispatch.claimed_announced",
+        trigger: triggerId,
+      });
+    };
+
+    const takeAnnouncements = async (): Promise<void> => {
+      while (announced.length > 0 && free > 0 && !closing) await takeAnnounced(announced.shift()!);
+      if (announced.length === 0) return;
+      // no room left for them: their jobs are in the queue
+      announced.length = 0;
+      notified.add(DISPATCH_QUEUE);
     };
 
     const loop = (async () => {

@@ -1,62 +1,155 @@
+import pg from "pg";
+import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startBoss } from "../../../db/boss.ts";
+import { NOTIFY_CHANNEL, startBoss } from "../../../db/boss.ts";
 import { createPool } from "../../../db/connect.ts";
 import { migrate } from "../../../db/migrate.ts";
 import { recordTrigger } from "../../../db/record-trigger.ts";
-import { DISPATCH_QUEUE, type DispatchJob } from "../../../shared/queues.ts";
+import { announceTrigger, parseAnnouncement, TRIGGER_CHANNEL } from "../../../db/trigger-announcements.ts";
+import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 
-describe("dispatch wake-up", () => {
+const SENTINEL = "sentinel";
+
+/**
+ * How the ingress wakes the workers for a stored trigger: an announcement naming it (see
+ * db/trigger-announcements.ts), heard by a real LISTEN connection.
+ */
+describe("dispatch wake-up: trigger announcements", () => {
   let database: TestDatabase;
+  let pool: pg.Pool;
+  let boss: PgBoss;
+  let listener: pg.Client;
+  /** every notification on both channels, in the order Postgres delivered them */
+  const heard: { channel: string; payload: string }[] = [];
+  let onHeard: (() => void) | undefined;
+
+  const hook = (n: number) => ({
+    kind: "webhook" as const,
+    source: "hook",
+    eventName: "hook",
+    deliveryId: null,
+    payloadJson: JSON.stringify({ n }),
+  });
+
+  /** Sends a NOTIFY of our own and returns what was heard before it: nothing can arrive after it that was sent before. */
+  const heardUpToNow = async () => {
+    const reached = new Promise<void>((resolve) => {
+      onHeard = () => {
+        if (heard.at(-1)?.payload === SENTINEL) resolve();
+      };
+    });
+    await pool.query("SELECT pg_notify($1, $2)", [TRIGGER_CHANNEL, SENTINEL]);
+    await reached;
+    return heard.splice(0).slice(0, -1);
+  };
+
   beforeAll(async () => {
     database = await createTestDatabase(inject("adminDatabaseUrl"));
+    pool = createPool(database.url);
+    await migrate(pool);
+    boss = await startBoss({ url: database.url, max: 2, supervise: false });
+    listener = new pg.Client({ connectionString: database.url });
+    await listener.connect();
+    listener.on("notification", (message) => {
+      heard.push({ channel: message.channel, payload: message.payload ?? "" });
+      onHeard?.();
+    });
+    await listener.query(`LISTEN ${TRIGGER_CHANNEL}`);
+    await listener.query(`LISTEN "${NOTIFY_CHANNEL}"`);
   });
+
   afterAll(async () => {
+    await listener?.end();
+    await boss?.stop({ graceful: false, close: true });
+    await pool?.end();
     await database?.drop();
   });
 
-  it("sends no NOTIFY inside the transaction, and still wakes a LISTENing worker right after the commit", async () => {
-    const pool = createPool(database.url);
-    await migrate(pool);
-    const producer = await startBoss({ url: database.url, max: 2, supervise: false });
-    // the queue carries no pg-boss notify: its in-transaction NOTIFY would serialise commits
-    expect((await producer.getQueue(DISPATCH_QUEUE))?.notify).toBe(false);
-    const consumer = await startBoss({ url: database.url, max: 2, listen: true });
-    const received: string[] = [];
-    const waiters: (() => void)[] = [];
-    // polling an hour apart: a job that arrives within the test's time was delivered by the NOTIFY
-    await consumer.work<DispatchJob>(
-      DISPATCH_QUEUE,
-      { pollingIntervalSeconds: 3600, notifyPollingIntervalSeconds: 3600 },
-      async (jobs) => {
-        for (const job of jobs) received.push(job.data.triggerId);
-        for (const wake of waiters.splice(0)) wake();
-      },
-    );
-    const next = (count: number) =>
-      new Promise<void>((resolve) => {
-        const check = () => (received.length >= count ? resolve() : waiters.push(check));
-        check();
-      });
-    const first = await recordTrigger(pool, producer, {
-      kind: "webhook",
-      source: "hook",
-      eventName: "hook",
-      deliveryId: null,
-      payloadJson: "{}",
+  it("announces a trigger recorded alone with its commit, naming the trigger, its job, kind, source and event name", async () => {
+    // the queue itself carries no pg-boss notify: its in-transaction NOTIFY on every send would
+    // serialise concurrent commits
+    expect((await boss.getQueue(DISPATCH_QUEUE))?.notify).toBe(false);
+    const arrived = new Promise<{ payload: string; visible: boolean }>((resolve) => {
+      onHeard = () => {
+        const last = heard.at(-1)!;
+        // what a worker hearing it can see at that moment, from another connection
+        void pool
+          .query(
+            `SELECT (SELECT count(*) FROM svc.triggers WHERE id = $1)::int
+                  + (SELECT count(*) FROM pgboss.job WHERE id = $2::uuid AND state = 'created')::int AS n`,
+            [parseAnnouncement(last.payload)?.triggerId, parseAnnouncement(last.payload)?.jobId],
+          )
+          .then(({ rows }) => resolve({ payload: last.payload, visible: rows[0].n === 2 }));
+      };
     });
-    await next(1);
-    const second = await recordTrigger(pool, producer, {
-      kind: "webhook",
-      source: "hook",
-      eventName: "hook",
-      deliveryId: null,
-      payloadJson: "{}",
-    });
-    await next(2);
-    expect(received).toEqual([first.id, second.id]);
-    await consumer.stop({ graceful: false, close: true });
-    await producer.stop({ graceful: false, close: true });
-    await pool.end();
+    const { id } = await recordTrigger(pool, boss, hook(1));
+    const { payload, visible } = await arrived;
+    const announcement = parseAnnouncement(payload)!;
+    expect(announcement).toMatchObject({ triggerId: id, kind: "webhook", source: "hook", eventName: "hook" });
+    const { rows } = await pool.query("SELECT id FROM pgboss.job WHERE data->>'triggerId' = $1", [id]);
+    expect(rows.map((row) => row.id)).toEqual([announcement.jobId]);
+    expect(visible).toBe(true);
+    expect((await heardUpToNow()).map((entry) => entry.channel)).toEqual([TRIGGER_CHANNEL]);
   });
+
+  it("announces nothing for a trigger whose transaction rolled back", async () => {
+    await heardUpToNow();
+    // a job the queue cannot take: the trigger's INSERT, NOTIFY included, goes with the rollback
+    await pool.query(`CREATE FUNCTION public.refuse_job() RETURNS trigger LANGUAGE plpgsql AS
+      $$ BEGIN RAISE EXCEPTION 'no jobs today'; END $$`);
+    await pool.query(
+      "CREATE TRIGGER refuse_job BEFORE INSERT ON pgboss.job FOR EACH ROW EXECUTE FUNCTION public.refuse_job()",
+    );
+    try {
+      await expect(recordTrigger(pool, boss, hook(2))).rejects.toThrow(/no jobs today/);
+    } finally {
+      await pool.query("DROP TRIGGER refuse_job ON pgboss.job");
+    }
+    expect(await heardUpToNow()).toEqual([]);
+    const { rows } = await pool.query(
+      "SELECT count(*)::int AS n FROM svc.triggers WHERE payload->>'n' = '2'",
+    );
+    expect(rows[0].n).toBe(0);
+  });
+
+  it("announces every trigger of a burst; while an announcement is on its way, the next falls back to one wake-up of the queue", async () => {
+    await heardUpToNow();
+    const ids = (await Promise.all([3, 4, 5, 6].map((n) => recordTrigger(pool, boss, hook(n))))).map(
+      (r) => r.id,
+    );
+    const burst = await heardUpToNow();
+    const announced = burst
+      .filter((entry) => entry.channel === TRIGGER_CHANNEL)
+      .map((entry) => parseAnnouncement(entry.payload)?.triggerId);
+    const wokeQueue = burst.some(
+      (entry) => entry.channel === NOTIFY_CHANNEL && entry.payload === DISPATCH_QUEUE,
+    );
+    // each is announced, inside its commit or right after it, unless the queue was woken for it
+    for (const id of announced) expect(ids).toContain(id);
+    if (!wokeQueue) expect(announced.sort()).toEqual([...ids].sort());
+    else expect(announced.length).toBeGreaterThanOrEqual(1);
+
+    const announcement = {
+      jobId: "00000000-0000-4000-8000-000000000000",
+      kind: "webhook",
+      source: "hook",
+      eventName: "hook",
+    };
+    announceTrigger(boss, { ...announcement, triggerId: "trg_first" });
+    announceTrigger(boss, { ...announcement, triggerId: "trg_second" });
+    const next = await waitForHeard(2);
+    expect(
+      next.map((entry) => [entry.channel, parseAnnouncement(entry.payload)?.triggerId ?? entry.payload]),
+    ).toEqual([
+      [TRIGGER_CHANNEL, "trg_first"],
+      [NOTIFY_CHANNEL, DISPATCH_QUEUE],
+    ]);
+  });
+
+  async function waitForHeard(count: number) {
+    for (let attempt = 0; attempt < 200 && heard.length < count; attempt += 1)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    return heard.splice(0);
+  }
 });
