@@ -9,8 +9,6 @@ import { announceTrigger, parseAnnouncement, TRIGGER_CHANNEL } from "../../../db
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 
-const SENTINEL = "sentinel";
-
 /**
  * How the ingress wakes the workers for a stored trigger: an announcement naming it (see
  * db/trigger-announcements.ts), heard by a real LISTEN connection.
@@ -32,16 +30,23 @@ describe("dispatch wake-up: trigger announcements", () => {
     payloadJson: JSON.stringify({ n }),
   });
 
-  /** Sends a NOTIFY of our own and returns what was heard before it: nothing can arrive after it that was sent before. */
+  let sentinels = 0;
+  /**
+   * Sends a NOTIFY of our own and returns what was heard before it: a NOTIFY committed before it
+   * cannot arrive after it.
+   */
   const heardUpToNow = async () => {
+    sentinels += 1;
+    const sentinel = `sentinel-${sentinels}`;
     const reached = new Promise<void>((resolve) => {
       onHeard = () => {
-        if (heard.at(-1)?.payload === SENTINEL) resolve();
+        if (heard.some((entry) => entry.payload === sentinel)) resolve();
       };
     });
-    await pool.query("SELECT pg_notify($1, $2)", [TRIGGER_CHANNEL, SENTINEL]);
+    await pool.query("SELECT pg_notify($1, $2)", [TRIGGER_CHANNEL, sentinel]);
     await reached;
-    return heard.splice(0).slice(0, -1);
+    const before = heard.splice(0, heard.findIndex((entry) => entry.payload === sentinel) + 1);
+    return before.slice(0, -1).filter((entry) => !entry.payload.startsWith("sentinel-"));
   };
 
   beforeAll(async () => {
@@ -118,18 +123,28 @@ describe("dispatch wake-up: trigger announcements", () => {
     const ids = (await Promise.all([3, 4, 5, 6].map((n) => recordTrigger(pool, boss, hook(n))))).map(
       (r) => r.id,
     );
-    const burst = await heardUpToNow();
-    const announced = burst
-      .filter((entry) => entry.channel === TRIGGER_CHANNEL)
-      .map((entry) => parseAnnouncement(entry.payload)?.triggerId);
-    const wokeQueue = burst.some(
-      (entry) => entry.channel === NOTIFY_CHANNEL && entry.payload === DISPATCH_QUEUE,
-    );
+    // the ones announced after their commit may still be on their way when recordTrigger returns
+    const announced = new Set<string>();
+    let wokeQueue = false;
+    for (
+      let attempt = 0;
+      attempt < 200 && !(announced.size === ids.length || (wokeQueue && announced.size > 0));
+      attempt += 1
+    ) {
+      for (const entry of heard.splice(0)) {
+        if (entry.channel === NOTIFY_CHANNEL && entry.payload === DISPATCH_QUEUE) wokeQueue = true;
+        const id = parseAnnouncement(entry.payload)?.triggerId;
+        if (id) announced.add(id);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
     // each is announced, inside its commit or right after it, unless the queue was woken for it
     for (const id of announced) expect(ids).toContain(id);
-    if (!wokeQueue) expect(announced.sort()).toEqual([...ids].sort());
-    else expect(announced.length).toBeGreaterThanOrEqual(1);
+    if (!wokeQueue) expect([...announced].sort()).toEqual([...ids].sort());
+    else expect(announced.size).toBeGreaterThanOrEqual(1);
 
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await heardUpToNow();
     const announcement = {
       jobId: "00000000-0000-4000-8000-000000000000",
       kind: "webhook",
