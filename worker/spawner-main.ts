@@ -3,8 +3,9 @@
  * and kills their process groups when the worker is gone. Kept small on purpose: forking from a
  * small process is cheap, forking from the worker's large heap is not.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import {
+  closeSync,
   constants,
   createWriteStream,
   mkdtempSync,
@@ -17,9 +18,11 @@ import { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
+import { promisify } from "node:util";
 import { GATE, RELEASE, SPARE_GATE, SPARE_RELEASE, sparePrelude } from "./gates.ts";
 import type { SpawnReply, SpawnRequest } from "./spawner.ts";
 
+const execFileAsync = promisify(execFile);
 const groups = new Set<number>();
 
 /** A child held at its gate (see Spawner.prepare): `open` lets it run, `close` ends the gate. */
@@ -32,10 +35,16 @@ const held = new Map<number, Held>();
 
 /** How many spares to keep: the worker's spawner keeps one; 0 turns them off (SVC_SPAWNER_SPARES). */
 const SPARES = Math.max(0, Number(process.env.SVC_SPAWNER_SPARES ?? 1) || 0);
-/** where the spares make their FIFOs: private to this spawner, removed with it */
+/** where spares' FIFOs are made, each unlinked once opened: private to this spawner, removed with it */
 const spareDir = SPARES > 0 ? mkdtempSync(join(tmpdir(), "svc-spawner-")) : undefined;
-const spares: { child: ChildProcess; fifo: string }[] = [];
+/** a spare shell, and the write end of the FIFO it reads its child from */
+interface Spare {
+  child: ChildProcess;
+  fd: number;
+}
+const spares: Spare[] = [];
 let sparesMade = 0;
+let starting = 0;
 /**
  * A spare is replaced once the one taken has been released or dropped, and this long after: the
  * fork and exec of the replacement must not slow the first exec of the run it serves.
@@ -43,54 +52,62 @@ let sparesMade = 0;
 const REPLENISH_DELAY_MS = 10;
 let replenishing: NodeJS.Timeout | undefined;
 
-function startSpare() {
+/**
+ * The FIFO is opened read-write here, so neither side waits for the other, and handed to the
+ * shell as its fd 3; the shell reopens it read-only and closes fd 3 (SPARE_GATE), so this process
+ * holds its only write end: if the spawner dies, however it dies, the spare reads EOF and exits.
+ */
+async function startSpare() {
   sparesMade += 1;
+  starting += 1;
   const fifo = join(spareDir!, `spare-${sparesMade}`);
-  const child = spawn("/bin/sh", ["-c", SPARE_GATE, "/bin/sh", fifo], {
-    cwd: "/",
-    env: {},
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  if (child.pid === undefined) return;
-  groups.add(child.pid);
-  child.on("error", () => {});
-  const spare = { child, fifo };
-  // a spare that ends before it is taken (killed from outside, say) is simply replaced
-  child.once("exit", () => {
-    const index = spares.indexOf(spare);
-    if (index < 0) return;
-    spares.splice(index, 1);
-    groups.delete(child.pid!);
-    rmSync(fifo, { force: true });
-    replenish();
-  });
-  spares.push(spare);
+  try {
+    await execFileAsync("mkfifo", ["-m", "600", "--", fifo]);
+    const fd = openSync(fifo, constants.O_RDWR);
+    unlinkSync(fifo);
+    const child = spawn("/bin/sh", ["-c", SPARE_GATE, "/bin/sh"], {
+      cwd: "/",
+      env: {},
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe", fd],
+    });
+    child.on("error", () => {});
+    if (child.pid === undefined) {
+      closeSync(fd);
+      return;
+    }
+    groups.add(child.pid);
+    const spare = { child, fd };
+    // a spare that ends before it is taken (killed from outside, say) is simply replaced
+    child.once("exit", () => {
+      const index = spares.indexOf(spare);
+      if (index < 0) return;
+      spares.splice(index, 1);
+      groups.delete(child.pid!);
+      closeSync(fd);
+      replenish();
+    });
+    spares.push(spare);
+  } catch {
+    // no spare this time: children get gates of their own until the next replenish
+  } finally {
+    starting -= 1;
+  }
 }
 
 function replenish() {
-  if (replenishing || spares.length >= SPARES || !process.connected) return;
+  if (replenishing || spares.length + starting >= SPARES || !process.connected) return;
   replenishing = setTimeout(() => {
     replenishing = undefined;
-    while (spares.length < SPARES) startSpare();
+    for (let missing = SPARES - spares.length - starting; missing > 0; missing -= 1) void startSpare();
   }, REPLENISH_DELAY_MS);
 }
 
-/** A spare whose shell is waiting on its FIFO, with the FIFO open for writing; none if none is. */
+/** A spare shell and the write end of its FIFO; none while none is ready. */
 function takeSpare(): { child: ChildProcess; gate: Socket } | undefined {
-  const spare = spares[0];
+  const spare = spares.shift();
   if (!spare) return undefined;
-  let fd: number;
-  try {
-    // without a reader this fails at once (ENXIO), as it does before the FIFO exists (ENOENT):
-    // the spare is still starting, and this child gets a gate of its own
-    fd = openSync(spare.fifo, constants.O_WRONLY | constants.O_NONBLOCK);
-  } catch {
-    return undefined;
-  }
-  spares.shift();
-  unlinkSync(spare.fifo);
-  const gate = new Socket({ fd, readable: false, writable: true });
+  const gate = new Socket({ fd: spare.fd, readable: false, writable: true });
   gate.on("error", () => {});
   gate.once("close", replenish);
   return { child: spare.child, gate };
@@ -212,5 +229,5 @@ process.on("disconnect", () => {
 });
 // a terminal's Ctrl-C reaches the whole foreground group: the spawner goes only with its worker
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => {});
-while (spares.length < SPARES) startSpare();
+for (let spare = 0; spare < SPARES; spare += 1) void startSpare();
 send({ type: "ready" });

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -207,6 +208,24 @@ describe("spawner: spare shells", () => {
     })!;
     expect((await prepared.started).spare).toBe(false);
     expect(await prepared.release({})).toMatchObject({ exitCode: 0 });
+  });
+
+  it("end with their spawner, however it ends", async () => {
+    const doomed = await Spawner.start({ spares: 1 });
+    const spawnerPid = doomed.pid!;
+    const sparePid = await waitFor(async () => {
+      try {
+        const children = execFileSync("pgrep", ["-P", String(spawnerPid), "-x", "sh"])
+          .toString()
+          .trim();
+        return Number(children.split("\n")[0]) || undefined;
+      } catch {
+        return undefined; // pgrep exits 1 until the spare is up
+      }
+    }, "the spare shell");
+    process.kill(spawnerPid, "SIGKILL");
+    await waitFor(async () => !groupAlive(sparePid), "the spare to end with its spawner");
+    await doomed.close();
   });
 
   it("are refused an environment that names what a gate sets", () => {
