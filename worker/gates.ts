@@ -20,17 +20,22 @@ export const GATE =
  * The gate of a spare: a shell started with an empty environment before any child needs it, so a
  * prepared child costs no fork and no exec while its worker's transaction runs (on two cores the
  * fork and exec of a fresh gate doubled the time of the database statement beside it). Its fd 3
- * is a FIFO whose only other end the spawner holds; it reopens it read-only, closes fd 3 (so it
- * sees EOF the moment the spawner is gone) and sources it: the spawner writes the child's
- * environment, directory and argv as shell lines (sparePrelude), and at the release
- * SPARE_RELEASE, which enters the directory and execs the argv exactly as GATE does. A FIFO closed
- * before the release has run nothing but assignments. (A FIFO, not a socket as for GATE: Node's
- * stdio pipes are sockets, which `.` cannot open, and `read` takes a byte per system call.)
+ * is a FIFO, open for reading and writing, whose other end the spawner holds; the shell sources
+ * it. The first line (SPARE_OPENING) closes the shell's own fd 3, so from then on the spawner
+ * holds the only write end and the spare reads EOF the moment the spawner is gone. Then the
+ * spawner writes the child's environment, directory and argv as shell lines (sparePrelude), and
+ * at the release SPARE_RELEASE, which enters the directory and execs the argv exactly as GATE
+ * does. A FIFO closed before the release has run nothing but assignments. (A FIFO, not a socket as
+ * for GATE: Node's stdio pipes are sockets, which `.` cannot open, and `read` takes a byte per
+ * system call.)
  */
-export const SPARE_GATE = "exec 4</dev/fd/3 3<&- && . /dev/fd/4; exit 0";
+export const SPARE_GATE = ". /dev/fd/3; exit 0";
 
-/** The spare's last lines: its child runs, without the spare's fd 4. */
-export const SPARE_RELEASE = 'cd -P -- "$svc_cwd" || exit\nunset OLDPWD svc_cwd\nexec "$@" 4<&-\n';
+/** The first line a spare reads, written before it starts. */
+export const SPARE_OPENING = "exec 3<&-\n";
+
+/** The spare's last lines: its child runs. */
+export const SPARE_RELEASE = 'cd -P -- "$svc_cwd" || exit\nunset OLDPWD svc_cwd\nexec "$@"\n';
 
 /**
  * The shell's own variables: a child that names one in its environment gets a gate of its own,

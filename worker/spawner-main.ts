@@ -13,13 +13,14 @@ import {
   rmSync,
   unlinkSync,
   type WriteStream,
+  writeSync,
 } from "node:fs";
 import { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
 import { promisify } from "node:util";
-import { GATE, RELEASE, SPARE_GATE, SPARE_RELEASE, sparePrelude } from "./gates.ts";
+import { GATE, RELEASE, SPARE_GATE, SPARE_OPENING, SPARE_RELEASE, sparePrelude } from "./gates.ts";
 import type { SpawnReply, SpawnRequest } from "./spawner.ts";
 
 const execFileAsync = promisify(execFile);
@@ -54,8 +55,10 @@ let replenishing: NodeJS.Timeout | undefined;
 
 /**
  * The FIFO is opened read-write here, so neither side waits for the other, and handed to the
- * shell as its fd 3; the shell reopens it read-only and closes fd 3 (SPARE_GATE), so this process
- * holds its only write end: if the spawner dies, however it dies, the spare reads EOF and exits.
+ * shell as its fd 3, which it sources (SPARE_GATE). Its first line, written before the shell
+ * starts, closes the shell's fd 3: from then on this process holds the FIFO's only write end, and
+ * if the spawner dies, however it dies, the spare reads EOF and exits. (Reading that line needs no
+ * writer but the shell itself, so there is no moment at which a dead spawner leaves it waiting.)
  */
 async function startSpare() {
   sparesMade += 1;
@@ -65,6 +68,7 @@ async function startSpare() {
     await execFileAsync("mkfifo", ["-m", "600", "--", fifo]);
     const fd = openSync(fifo, constants.O_RDWR);
     unlinkSync(fifo);
+    writeSync(fd, SPARE_OPENING);
     const child = spawn("/bin/sh", ["-c", SPARE_GATE, "/bin/sh"], {
       cwd: "/",
       env: {},
@@ -109,7 +113,6 @@ function takeSpare(): { child: ChildProcess; gate: Socket } | undefined {
   if (!spare) return undefined;
   const gate = new Socket({ fd: spare.fd, readable: false, writable: true });
   gate.on("error", () => {});
-  gate.once("close", replenish);
   return { child: spare.child, gate };
 }
 
@@ -163,8 +166,12 @@ function run(request: Extract<SpawnRequest, { type: "spawn" }>) {
       open: () => {
         openLog();
         spare.gate.end(SPARE_RELEASE);
+        replenish();
       },
-      close: () => spare.gate.destroy(),
+      close: () => {
+        spare.gate.destroy();
+        replenish();
+      },
     });
   } else if (gated) {
     const gate = child.stdio[3] as Writable;

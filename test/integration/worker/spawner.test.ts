@@ -210,6 +210,31 @@ describe("spawner: spare shells", () => {
     expect(await prepared.release({})).toMatchObject({ exitCode: 0 });
   });
 
+  it("run their child when taken and released before their shell has even started", async () => {
+    // a new spawner's spare is taken at once; later ones are taken as soon as they are replaced
+    const eager = await Spawner.start({ spares: 1 });
+    try {
+      let onSpare = 0;
+      for (let round = 0; round < 25; round += 1) {
+        const prepared = eager.prepare({
+          argv: ["/bin/sh", "-c", `echo round ${round}`],
+          cwd: dir,
+          env: { PATH },
+          logFile: join(dir, `eager-${round}.log`),
+          truncate: true,
+        })!;
+        const outcome = await prepared.release({ timeoutMs: 10_000 });
+        expect(outcome).toMatchObject({ exitCode: 0, timedOut: false });
+        expect(await readFile(join(dir, `eager-${round}.log`), "utf8")).toBe(`round ${round}\n`);
+        if ((await prepared.started).spare) onSpare += 1;
+        await new Promise((resolve) => setTimeout(resolve, round % 5));
+      }
+      expect(onSpare).toBeGreaterThan(0);
+    } finally {
+      await eager.close();
+    }
+  });
+
   it("end with their spawner, however it ends", async () => {
     const doomed = await Spawner.start({ spares: 1 });
     const spawnerPid = doomed.pid!;
