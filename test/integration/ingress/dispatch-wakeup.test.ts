@@ -154,12 +154,17 @@ describe("dispatch wake-up: trigger announcements", () => {
     announceTrigger(boss, { ...announcement, triggerId: "trg_first" });
     announceTrigger(boss, { ...announcement, triggerId: "trg_second" });
     const next = await waitForHeard(2);
+    // two NOTIFYs on two connections: either may commit first
     expect(
-      next.map((entry) => [entry.channel, parseAnnouncement(entry.payload)?.triggerId ?? entry.payload]),
-    ).toEqual([
-      [TRIGGER_CHANNEL, "trg_first"],
-      [NOTIFY_CHANNEL, DISPATCH_QUEUE],
-    ]);
+      next
+        .map((entry) => [entry.channel, parseAnnouncement(entry.payload)?.triggerId ?? entry.payload])
+        .sort(),
+    ).toEqual(
+      [
+        [TRIGGER_CHANNEL, "trg_first"],
+        [NOTIFY_CHANNEL, DISPATCH_QUEUE],
+      ].sort(),
+    );
   });
 
   async function waitForHeard(count: number) {
