@@ -47,7 +47,7 @@ export const NOTIFY_CHANNEL = `pgboss_${createHash("sha224").update(BOSS_SCHEMA)
 const wakers = new WeakMap<PgBoss, Map<string, { inFlight: boolean; again: boolean; startedAt: number }>>();
 
 /** Under a stream of jobs, at most one NOTIFY per queue per this many milliseconds. */
-const WAKE_SPACING_MS = 5;
+export const WAKE_SPACING_MS = 5;
 
 /**
  * Wakes the workers LISTENing for `queue`, after the transaction that sent its jobs has committed.

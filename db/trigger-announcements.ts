@@ -1,6 +1,6 @@
 import type { PgBoss } from "pg-boss";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
-import { wakeWorkers } from "./boss.ts";
+import { WAKE_SPACING_MS, wakeWorkers } from "./boss.ts";
 
 /**
  * A stored trigger announced to the workers, so the first one with a free slot dispatches it at
@@ -51,23 +51,33 @@ export function parseAnnouncement(payload: string): TriggerAnnouncement | undefi
   return { triggerId: t, jobId: j, kind: k, source: s, eventName: e };
 }
 
-const inFlight = new WeakMap<PgBoss, boolean>();
+const announcing = new WeakMap<PgBoss, { inFlight: boolean; startedAt: number }>();
 
 /**
  * After the trigger's transaction committed: announces it, or, while an announcement of this
- * process is still on its way (a stream of webhooks, so the workers are busy and fetch in batches
- * anyway), falls back to the coalesced wake-up of the dispatch queue, so a burst costs a handful of
- * NOTIFYs, not one per webhook.
+ * process is still on its way or was sent less than WAKE_SPACING_MS ago (a stream of webhooks, so
+ * the workers are busy and fetch in batches anyway), falls back to the coalesced wake-up of the
+ * dispatch queue, so a stream costs a NOTIFY every few milliseconds, not one per webhook.
  */
 export function announceTrigger(boss: PgBoss, announcement: TriggerAnnouncement): void {
-  if (inFlight.get(boss)) {
+  let state = announcing.get(boss);
+  if (!state) {
+    state = { inFlight: false, startedAt: Number.NEGATIVE_INFINITY };
+    announcing.set(boss, state);
+  }
+  const now = Date.now();
+  if (state.inFlight || now - state.startedAt < WAKE_SPACING_MS) {
     wakeWorkers(boss, DISPATCH_QUEUE);
     return;
   }
-  inFlight.set(boss, true);
+  const current = state;
+  current.inFlight = true;
+  current.startedAt = now;
   void boss
     .getDb()
     .executeSql("SELECT pg_notify($1, $2)", [TRIGGER_CHANNEL, announcementPayload(announcement)])
     .catch(() => wakeWorkers(boss, DISPATCH_QUEUE))
-    .finally(() => inFlight.set(boss, false));
+    .finally(() => {
+      current.inFlight = false;
+    });
 }
