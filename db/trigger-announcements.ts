@@ -1,4 +1,5 @@
 import type { PgBoss } from "pg-boss";
+import { isIdOf } from "../shared/ids.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
 import { WAKE_SPACING_MS, wakeWorkers } from "./boss.ts";
 
@@ -33,7 +34,6 @@ export function announcementPayloadSql(
   return `json_build_object('t', ${row.id}, 'j', ${jobId}, 'k', ${row.kind}, 's', ${row.source}, 'e', ${row.eventName})::text`;
 }
 
-const TRIGGER_ID = /^trg_[a-z2-7]{1,64}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** undefined for anything that is not an announcement this version sends */
@@ -45,7 +45,7 @@ export function parseAnnouncement(payload: string): TriggerAnnouncement | undefi
     return undefined;
   }
   const { t, j, k, s, e } = (value ?? {}) as Record<string, unknown>;
-  if (typeof t !== "string" || !TRIGGER_ID.test(t) || typeof j !== "string" || !UUID.test(j))
+  if (typeof t !== "string" || !isIdOf("trigger", t) || typeof j !== "string" || !UUID.test(j))
     return undefined;
   if (typeof k !== "string" || typeof s !== "string" || typeof e !== "string") return undefined;
   return { triggerId: t, jobId: j, kind: k, source: s, eventName: e };

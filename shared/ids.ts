@@ -32,3 +32,9 @@ const ID_PATTERN = /^(trg|run|inv|tsk|art|not|tok)_[a-z2-7]+$/;
 export function isId(value: string): boolean {
   return ID_PATTERN.test(value);
 }
+
+/** An id of `kind`, at most 64 characters after its prefix: safe to put in SQL text or a NOTIFY. */
+export function isIdOf(kind: IdKind, value: string): boolean {
+  const prefix = ID_PREFIXES[kind];
+  return value.startsWith(prefix) && value.length <= prefix.length + 64 && isId(value);
+}

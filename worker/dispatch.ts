@@ -20,7 +20,7 @@ import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type EventContext, eventContext } from "./event-context.ts";
 import type { HeadStart } from "./head-start.ts";
-import { laneFor, targetUsable } from "./lanes.ts";
+import { laneFor } from "./lanes.ts";
 import { matchPipelines } from "./match-pipelines.ts";
 import { workspacePaths } from "./workspace.ts";
 
@@ -241,9 +241,7 @@ export async function dispatchInTransaction(
       const invocationId = newId("invocation");
       const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
       const workspace = workspacePaths(config.dir, workloadId, invocationId).root;
-      const target = lane.target ? config.targets[lane.target] : undefined;
-      const usable = !target || targetUsable(target, deps.cooldowns, deps.secrets);
-      if (options.claimFor && !claimed && usable) {
+      if (options.claimFor && !claimed && lane.usable) {
         // the held step is asked for first, so the spawner forks it while the statement below
         // runs, and the directories are made once the statement is on its way
         const headStart = options.headStart?.({ workloadId, invocationId, pipeline, event });
@@ -321,9 +319,7 @@ export function plannedClaim(
   // webhook and code host events name no agent or skill of their own
   if (unknownReference(config, pipelines, { repo: "", sha: "", branch: "" })) return undefined;
   const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
-  const target = lane.target ? config.targets[lane.target] : undefined;
-  if (target && !targetUsable(target, deps.cooldowns, deps.secrets)) return undefined;
-  return { pipeline, target: lane.target };
+  return lane.usable ? { pipeline, target: lane.target } : undefined;
 }
 
 /** After the dispatch transaction committed: logs, and wakes the lanes it sent jobs to. */

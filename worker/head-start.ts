@@ -1,10 +1,9 @@
-import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import type { ResolvedEvent } from "./dispatch.ts";
 import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
 import type { PreparedProcess, SpawnSpec } from "./spawner.ts";
-import { makeNewRunDirectoriesNow, workspacePaths } from "./workspace.ts";
+import { makeNewRunDirectoriesNow, removeRunDirectories, workspacePaths } from "./workspace.ts";
 
 /**
  * A run's head start, taken while the dispatch transaction that creates it claimed is still open:
@@ -64,18 +63,13 @@ export function takeHeadStart(input: HeadStartInput): HeadStart | undefined {
       return ready;
     },
     makeDirectories() {
-      try {
-        makeNewRunDirectoriesNow(paths);
-        ready = true;
-      } catch {
-        ready = false;
-      }
+      ready = makeNewRunDirectoriesNow(paths);
       return ready;
     },
     firstStep,
     abandon() {
       firstStep.discard();
-      if (ready) void rm(paths.root, { recursive: true, force: true }).catch(() => {});
+      if (ready) removeRunDirectories(paths);
     },
   };
 }

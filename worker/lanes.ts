@@ -22,16 +22,18 @@ export function targetUsable(
 
 /**
  * The lane an invocation waits on: its pipeline's first usable target, else its first target
- * (whose lane is stopped, so the job waits there until a credential comes back).
+ * (whose lane is stopped, so the job waits there until a credential comes back). `usable`: the
+ * lane can run now.
  */
 export function laneFor(
   pipeline: Pipeline,
   config: Pick<ConfigSnapshot, "targets">,
   cooldowns: CredentialCooldowns,
   secrets: CredentialSecrets,
-): { queue: string; target: string | null } {
+): { queue: string; target: string | null; usable: boolean } {
   const targets = pipeline.targets.map((name) => config.targets[name]).filter((t) => t !== undefined);
-  if (targets.length === 0) return { queue: LOCAL_LANE, target: null };
-  const chosen = targets.find((target) => targetUsable(target, cooldowns, secrets)) ?? targets[0]!;
-  return { queue: laneQueue(chosen.name), target: chosen.name };
+  if (targets.length === 0) return { queue: LOCAL_LANE, target: null, usable: true };
+  const usable = targets.find((target) => targetUsable(target, cooldowns, secrets));
+  const chosen = usable ?? targets[0]!;
+  return { queue: laneQueue(chosen.name), target: chosen.name, usable: usable !== undefined };
 }

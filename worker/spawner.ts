@@ -143,10 +143,12 @@ export class Spawner {
   }
 
   /**
-   * Starts a child held at a gate: a shell that waits on a pipe before it enters the child's
-   * directory and execs the child's argv, in the environment and process group the child gets, so
-   * a release costs the exec alone. The directory need not exist until the release. A discarded
-   * child never gets past the gate: the closed pipe ends the shell, and its group is killed too.
+   * Starts a child held at a gate: a shell, in the process group the child gets, that waits before
+   * it enters the child's directory and execs the child's argv, so a release costs the exec alone.
+   * The gate is a spare shell the spawner started ahead of time, when one is there and the
+   * environment allows it, else one started now in the child's environment (see gates.ts). The
+   * directory need not exist until the release. A discarded child never gets past the gate: the
+   * gate is closed, and its group is killed too.
    */
   prepare(spec: SpawnSpec): PreparedProcess | undefined {
     if (GATE_VARIABLES.some((name) => name in spec.env)) return undefined;

@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
@@ -38,7 +37,7 @@ import { LOCAL_LANE, targetUsable } from "./lanes.ts";
 import { reapStaleInvocations } from "./reaper.ts";
 import { sweepWorkspaces } from "./retention.ts";
 import { Spawner } from "./spawner.ts";
-import { makeNewRunDirectoriesNow, workspacePaths } from "./workspace.ts";
+import { makeNewRunDirectoriesNow, removeRunDirectories, workspacePaths } from "./workspace.ts";
 
 export interface WorkerOptions {
   config: Readonly<ConfigSnapshot>;
@@ -274,6 +273,35 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       return { taken, take };
     };
 
+    /** Starts the run a dispatch created claimed by this worker, if it created one. */
+    const startClaimed = (outcome: DispatchOutcome): boolean => {
+      const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
+      if (run) start(() => runClaimedInvocation(deps, run.invocation, shutdown.signal, run));
+      return run !== undefined;
+    };
+
+    /**
+     * After an announced trigger's dispatch committed: its run first, then the logs, then its job,
+     * which only said "dispatch this trigger" (one left behind is fetched later and finds its
+     * trigger dispatched).
+     */
+    const afterAnnounced = (announcement: TriggerAnnouncement, outcome: DispatchOutcome) => {
+      if (!startClaimed(outcome)) free += 1;
+      afterDispatch(dispatchDeps, announcement.triggerId, outcome);
+      boss!.complete(DISPATCH_QUEUE, announcement.jobId, null, { includeQueued: true }).catch(() => {});
+    };
+
+    /** An announced trigger's dispatch failed: its job is still queued, and the next round fetches it. */
+    const announcedFailed = (triggerId: string, error: unknown) => {
+      free += 1;
+      logger.debug("dispatch of an announced trigger failed; its job is fetched instead", {
+        event: "dispatch.announced_failed",
+        trigger: triggerId,
+        error: (error as Error).message,
+      });
+      notified.add(DISPATCH_QUEUE);
+    };
+
     /**
      * Dispatches a trigger the ingress announced, without fetching its job: one statement opens
      * the transaction and locks the trigger if it is still `queued` and no other transaction holds
@@ -286,7 +314,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     const takeAnnounced = async (announcement: TriggerAnnouncement): Promise<void> => {
       const planned = closing ? undefined : plannedClaim(dispatchDeps, announcement);
       if (planned) return claimAnnounced(announcement, planned);
-      const { triggerId, jobId } = announcement;
+      const { triggerId } = announcement;
       free -= 1;
       const heads = headStarts();
       let outcome: DispatchOutcome | undefined;
@@ -306,27 +334,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         );
       } catch (error) {
         for (const head of heads.taken) head.abandon();
-        free += 1;
-        logger.debug("dispatch of an announced trigger failed; its job is fetched instead", {
-          event: "dispatch.announced_failed",
-          trigger: triggerId,
-          error: (error as Error).message,
-        });
-        notified.add(DISPATCH_QUEUE);
+        announcedFailed(triggerId, error);
         return;
       }
-      if (!outcome) {
-        free += 1;
-        return;
-      }
-      // the run first, the logs after: its held step is released before anything else
-      const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
-      if (run) start(() => runClaimedInvocation(deps, run.invocation, shutdown.signal, run));
+      if (outcome) afterAnnounced(announcement, outcome);
       else free += 1;
-      afterDispatch(dispatchDeps, triggerId, outcome);
-      // after the run is on its way: the job only said "dispatch this trigger"; one left behind
-      // is fetched later and finds its trigger dispatched
-      boss!.complete(DISPATCH_QUEUE, jobId, null, { includeQueued: true }).catch(() => {});
     };
 
     /**
@@ -406,13 +418,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         notified.add(DISPATCH_QUEUE);
         return fetched;
       }
+      // the runs first, the logs after: a held step is released before anything else
       let runs = 0;
-      for (const { outcome } of outcomes) {
-        const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
-        if (!run) continue;
-        runs += 1;
-        start(() => runClaimedInvocation(deps, run.invocation, shutdown.signal, run));
-      }
+      for (const { outcome } of outcomes) if (startClaimed(outcome)) runs += 1;
       for (const { triggerId, outcome } of outcomes) afterDispatch(dispatchDeps, triggerId, outcome);
       free += room - runs;
       return fetched;
@@ -452,7 +460,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       announcement: TriggerAnnouncement,
       planned: NonNullable<ReturnType<typeof plannedClaim>>,
     ): Promise<void> => {
-      const { triggerId, jobId, kind, source, eventName } = announcement;
+      const { triggerId, kind, source, eventName } = announcement;
       const { pipeline, target } = planned;
       free -= 1;
       const workloadId = newId("workload");
@@ -476,25 +484,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
             workerId: id,
           },
           () => {
-            try {
-              makeNewRunDirectoriesNow(paths);
-              made = true;
-            } catch {
-              // the run makes them itself
-            }
+            made = makeNewRunDirectoriesNow(paths);
           },
         );
       } catch (error) {
-        claimed = undefined;
-        logger.debug("claim of an announced trigger failed; its job is fetched instead", {
-          event: "dispatch.announced_failed",
-          trigger: triggerId,
-          error: (error as Error).message,
-        });
-        notified.add(DISPATCH_QUEUE);
+        if (made) removeRunDirectories(paths);
+        announcedFailed(triggerId, error);
+        return;
       }
       if (!claimed) {
-        if (made) void rm(paths.root, { recursive: true, force: true }).catch(() => {});
+        if (made) removeRunDirectories(paths);
         free += 1;
         return;
       }
@@ -515,15 +514,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
             })
           : undefined,
       };
-      start(() => runClaimedInvocation(deps, run.invocation, shutdown.signal, run));
-      afterDispatch(dispatchDeps, triggerId, {
+      afterAnnounced(announcement, {
         kind: "dispatched",
         created: [
           { workload: workloadId, invocation: invocationId, pipeline: pipeline.name, lane: "in-process" },
         ],
         claimed: run,
       });
-      boss!.complete(DISPATCH_QUEUE, jobId, null, { includeQueued: true }).catch(() => {});
       logger.debug("announced trigger claimed in one statement", {
         event: "dispatch.claimed_announced",
         trigger: triggerId,
