@@ -35,10 +35,10 @@ function svc(args: string[], env: Record<string, string> = {}): Promise<Run> {
 }
 
 describe("svc config validate", () => {
-  it("exits 0 with a one-line summary on the shared reference configuration", async () => {
+  it("exits 0 with a one-line summary on the reference configuration in examples/", async () => {
     const run = await svc(["config", "validate"], {
       ...REFERENCE_ENV,
-      SVC_CONFIG_DIR: join(ROOT, "../shared/examples/reference/.svc"),
+      SVC_CONFIG_DIR: join(ROOT, "examples/reference/.svc"),
     });
     expect(run.code).toBe(0);
     expect(run.stdout.trim()).toMatch(/^configuration valid: 4 pipelines, 3 sources, 2 targets \(/);

@@ -9,7 +9,7 @@ import { loadConfig } from "../../../shared/config/load.ts";
 import type { ConfigSnapshot, LoadResult } from "../../../shared/config/types.ts";
 
 const FIXTURES = join(import.meta.dirname, "../../fixtures/config");
-const SHARED_REFERENCE = join(import.meta.dirname, "../../../../shared/examples/reference/.svc");
+const EXAMPLE_REFERENCE = join(import.meta.dirname, "../../../examples/reference/.svc");
 /** the variables the reference README lists; values are distinctive so a leak would be visible */
 const REFERENCE_ENV = {
   DEPLOY_HOOK_TOKEN: "leak-check-deploy-7f3a",
@@ -38,8 +38,8 @@ async function copyOf(fixture: string): Promise<string> {
 }
 
 describe("loadConfig on the reference configuration", () => {
-  it("loads ../shared/examples/reference/.svc as it stands", async () => {
-    const config = expectOk(await loadConfig({ dir: SHARED_REFERENCE, env: REFERENCE_ENV }));
+  it("loads examples/reference/.svc as it stands", async () => {
+    const config = expectOk(await loadConfig({ dir: EXAMPLE_REFERENCE, env: REFERENCE_ENV }));
     expect(Object.keys(config.pipelines).sort()).toEqual([
       "deploy-notes",
       "nightly-triage",
