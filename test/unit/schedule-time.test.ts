@@ -24,7 +24,9 @@ describe("next run in Europe/Berlin across the DST changes (fixed clocks)", () =
       "2026-03-30T00:30:00.000Z", // 02:30 CEST: the 29th has none
       "2026-03-31T00:30:00.000Z",
     ]);
-    expect(iso(nextFiring("30 2 * * *", BERLIN, at("2026-03-28T23:59:00Z")))).toBe("2026-03-30T00:30:00.000Z");
+    expect(iso(nextFiring("30 2 * * *", BERLIN, at("2026-03-28T23:59:00Z")))).toBe(
+      "2026-03-30T00:30:00.000Z",
+    );
   });
 
   it("March 29 2026: a time after the gap fires at its local time in the new offset", () => {
@@ -63,21 +65,25 @@ describe("next run in Europe/Berlin across the DST changes (fixed clocks)", () =
 
   it("the latest firing (what a job or a catch-up fires) keeps the same rules looking back", () => {
     // just after the repeated 02:30 CET, the latest firing is the first 02:30
-    expect(iso(latestFiring("30 2 * * *", BERLIN, at("2026-10-25T01:31:00Z"), at("2026-10-24T00:00:00Z")))).toBe(
-      "2026-10-25T00:30:00.000Z",
-    );
+    expect(
+      iso(latestFiring("30 2 * * *", BERLIN, at("2026-10-25T01:31:00Z"), at("2026-10-24T00:00:00Z"))),
+    ).toBe("2026-10-25T00:30:00.000Z");
     // within 90 s of the repeat there is nothing left to fire
-    expect(latestFiring("30 2 * * *", BERLIN, at("2026-10-25T01:30:30Z"), at("2026-10-25T01:29:00Z"))).toBeNull();
+    expect(
+      latestFiring("30 2 * * *", BERLIN, at("2026-10-25T01:30:30Z"), at("2026-10-25T01:29:00Z")),
+    ).toBeNull();
     // just after the spring gap: the 28th's 02:30 is the latest; the shifted 03:30 is no firing
-    expect(iso(latestFiring("30 2 * * *", BERLIN, at("2026-03-29T01:31:00Z"), at("2026-03-27T00:00:00Z")))).toBe(
-      "2026-03-28T01:30:00.000Z",
-    );
+    expect(
+      iso(latestFiring("30 2 * * *", BERLIN, at("2026-03-29T01:31:00Z"), at("2026-03-27T00:00:00Z"))),
+    ).toBe("2026-03-28T01:30:00.000Z");
     expect(firesAt("30 2 * * *", BERLIN, at("2026-03-29T01:30:00Z"))).toBe(false);
     // a tick exactly at `until` counts; one at `after` does not
-    expect(iso(latestFiring("* * * * *", "UTC", at("2026-01-01T00:05:00Z"), at("2026-01-01T00:04:00Z")))).toBe(
-      "2026-01-01T00:05:00.000Z",
-    );
-    expect(latestFiring("*/10 * * * *", "UTC", at("2026-01-01T00:09:59Z"), at("2026-01-01T00:00:00Z"))).toBeNull();
+    expect(
+      iso(latestFiring("* * * * *", "UTC", at("2026-01-01T00:05:00Z"), at("2026-01-01T00:04:00Z"))),
+    ).toBe("2026-01-01T00:05:00.000Z");
+    expect(
+      latestFiring("*/10 * * * *", "UTC", at("2026-01-01T00:09:59Z"), at("2026-01-01T00:00:00Z")),
+    ).toBeNull();
   });
 
   it("UTC has no gap and no repeat", () => {
