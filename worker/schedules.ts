@@ -25,10 +25,15 @@ export const SCHEDULE_QUEUE = "svc-schedule";
  */
 const TICK_WINDOW_MS = 90_000;
 
+/** A job is retried by another worker if this one fails to fire it (or does not know its schedule). */
+const QUEUE_OPTIONS = { retryLimit: 3, expireInSeconds: 300, notify: false };
+
 export interface ScheduleOptions {
   config: Readonly<ConfigSnapshot>;
   databaseUrl: string;
   pool: pg.Pool;
+  /** the worker's pg-boss instance, enough when no schedule is configured */
+  boss: PgBoss;
   logger: Logger;
   env?: NodeJS.ProcessEnv;
 }
@@ -50,26 +55,31 @@ export function checkIntervalSeconds(env: NodeJS.ProcessEnv): number | undefined
   return seconds;
 }
 
-/** Starts firing the configured schedules; with none configured it only unschedules old ones. */
+/**
+ * Starts firing the configured schedules on a pg-boss instance of its own (the scheduler must be
+ * switched on when pg-boss is constructed, and the worker's claim loop runs no pg-boss fetchers).
+ * With none configured it only unschedules old ones, through the worker's own `boss`.
+ */
 export async function startSchedules(options: ScheduleOptions): Promise<RunningSchedules> {
   const { config, pool, logger } = options;
   const schedules = allSchedules(config.pipelines);
   const cronMonitorIntervalSeconds = checkIntervalSeconds(options.env ?? process.env);
+  await registerSchedules(pool, schedules);
+  if (schedules.length === 0) {
+    await ensureQueue(options.boss, SCHEDULE_QUEUE, QUEUE_OPTIONS);
+    await syncBossSchedules(options.boss, schedules);
+    return { close: async () => {} };
+  }
   const boss = await startBoss({
     url: options.databaseUrl,
     max: 2,
     supervise: false,
-    schedule: schedules.length > 0,
+    schedule: true,
     ...(cronMonitorIntervalSeconds ? { cronMonitorIntervalSeconds } : {}),
   });
   try {
-    await ensureQueue(boss, SCHEDULE_QUEUE, { retryLimit: 3, expireInSeconds: 300, notify: false });
-    await registerSchedules(pool, schedules);
+    await ensureQueue(boss, SCHEDULE_QUEUE, QUEUE_OPTIONS);
     await syncBossSchedules(boss, schedules);
-    if (schedules.length === 0) {
-      await boss.stop({ graceful: true, timeout: 2_000 });
-      return { close: async () => {} };
-    }
     for (const schedule of schedules) if (schedule.catchUp) await catchUp(pool, boss, schedule, logger);
     await boss.work(
       SCHEDULE_QUEUE,
@@ -122,12 +132,13 @@ async function fireTick(
 ): Promise<void> {
   const schedule = findSchedule(config.pipelines, name);
   if (!schedule) {
-    // a worker started with an older or newer configuration registered it; the others keep firing
-    logger.warn("schedule job for a schedule this worker does not know; skipped", {
+    // a worker started with another configuration registered it: fail the job, so that a worker
+    // that knows the schedule retries it (a schedule no worker knows is unscheduled at their start)
+    logger.warn("schedule job for a schedule this worker does not know; left for another worker", {
       event: "schedule.unknown",
       schedule: name,
     });
-    return;
+    throw new Error(`schedule "${name}" is not in this worker's configuration`);
   }
   const earliest = new Date(createdOn.getTime() - TICK_WINDOW_MS);
   let until = createdOn;

@@ -111,7 +111,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     for (const target of Object.values(config.targets)) lanes.set(laneQueue(target.name), target.name);
     for (const lane of lanes.keys()) await ensureLaneQueue(boss, lane, config.targets);
     spawner = await Spawner.start();
-    listeners.push(await startSchedules({ config, databaseUrl: options.databaseUrl, pool, logger, env }));
+    listeners.push(
+      await startSchedules({ config, databaseUrl: options.databaseUrl, pool, boss, logger, env }),
+    );
 
     const shutdown = new AbortController();
     const inFlight = new Set<Promise<void>>();

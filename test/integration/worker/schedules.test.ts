@@ -9,7 +9,7 @@ import type { Schedule } from "../../../shared/config/types.ts";
 import { latestFiring } from "../../../shared/schedule-time.ts";
 import { SCHEDULE_QUEUE, startSchedules } from "../../../worker/schedules.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
-import { captureLogger, makeConfig, pipeline } from "./helpers.ts";
+import { captureLogger, makeConfig, pipeline, waitFor } from "./helpers.ts";
 
 /** The worker's side of schedules against real Postgres and pg-boss, without a clock to wait for. */
 let db: TestDatabase;
@@ -91,6 +91,7 @@ describe("starting the schedules of a worker", () => {
     const eager = schedule("eager", cron, true);
     const lazy = schedule("lazy", cron, false);
     const fresh = schedule("fresh", cron, true);
+    const every = schedule("every", "* * * * *");
     // eager and lazy were registered two hours ago by a worker that has since stopped, like every other
     await pool.query(
       `INSERT INTO svc.schedules (name, pipeline, cron, timezone, registered_at)
@@ -99,12 +100,13 @@ describe("starting the schedules of a worker", () => {
       [cron],
     );
     const { logger } = captureLogger();
-    const config = configWith([eager, lazy, fresh]);
-    const running = await startSchedules({ config, databaseUrl: db.url, pool, logger, env: {} });
+    const config = configWith([eager, lazy, fresh, every]);
+    const running = await startSchedules({ config, databaseUrl: db.url, pool, boss, logger, env: {} });
     try {
       const registered = await boss.getSchedules(SCHEDULE_QUEUE);
       expect(registered.map((s) => [s.key, s.cron, s.timezone]).sort()).toEqual([
         ["eager", cron, "UTC"],
+        ["every", "* * * * *", "UTC"],
         ["fresh", cron, "UTC"],
         ["lazy", cron, "UTC"],
       ]);
@@ -115,11 +117,30 @@ describe("starting the schedules of a worker", () => {
       expect(await ticks("fresh")).toEqual([]);
       const record = await pool.query("SELECT last_scheduled_for FROM svc.schedules WHERE name = 'eager'");
       expect(record.rows[0].last_scheduled_for.toISOString()).toBe(expected.toISOString());
+
+      // a job of the queue fires the latest tick before its creation, once; an old tick is not replayed
+      const sent = Date.now();
+      const jobs = [
+        await boss.send(SCHEDULE_QUEUE, { schedule: "every" }),
+        await boss.send(SCHEDULE_QUEUE, { schedule: "lazy" }),
+      ];
+      for (const job of jobs)
+        await waitFor(
+          async () => (await boss.getJobById(SCHEDULE_QUEUE, job!))?.state === "completed",
+          "the schedule job to complete",
+        );
+      const everyTicks = (await ticks("every")).map((t) => Date.parse(t.delivery_id));
+      expect(everyTicks.length).toBeGreaterThanOrEqual(1);
+      const latest = everyTicks.at(-1)!;
+      expect(latest % 60_000).toBe(0);
+      expect(latest).toBeLessThanOrEqual(sent + 1_000);
+      expect(sent - latest).toBeLessThan(90_000);
+      expect(await ticks("lazy")).toEqual([]);
     } finally {
       await running.close();
     }
     // a second start has nothing more to catch up on
-    const again = await startSchedules({ config, databaseUrl: db.url, pool, logger, env: {} });
+    const again = await startSchedules({ config, databaseUrl: db.url, pool, boss, logger, env: {} });
     await again.close();
     expect(await ticks("eager")).toHaveLength(1);
   });
@@ -130,6 +151,7 @@ describe("starting the schedules of a worker", () => {
       config: configWith([]),
       databaseUrl: db.url,
       pool,
+      boss,
       logger,
       env: {},
     });
@@ -145,6 +167,7 @@ describe("starting the schedules of a worker", () => {
         config: configWith([]),
         databaseUrl: db.url,
         pool,
+        boss,
         logger,
         env: { SVC_SCHEDULE_CHECK_SECONDS: "0.5" },
       }),
