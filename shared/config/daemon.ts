@@ -8,7 +8,6 @@ import {
   int,
   isMapping,
   mapping,
-  num,
   oneOf,
   quote,
   str,
