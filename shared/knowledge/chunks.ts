@@ -39,3 +39,28 @@ export function chunkText(path: string, text: string): Chunk[] {
   flush();
   return chunks;
 }
+
+/**
+ * The passage of a document to show for a search: the chunk holding most of the terms (as word
+ * prefixes, the way qmd matches them), ties going to the chunk around qmd's best line, then the first.
+ */
+export function bestChunk(
+  chunks: readonly Chunk[],
+  terms: readonly string[],
+  line: number,
+): Chunk | undefined {
+  let best: Chunk | undefined;
+  let bestScore = -1;
+  for (const [index, chunk] of chunks.entries()) {
+    const words = chunk.text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+    const matched = terms.filter((term) => words.some((word) => word.startsWith(term))).length;
+    const next = chunks[index + 1];
+    const holdsLine = chunk.line <= line && (!next || next.line > line);
+    const score = matched * 2 + (holdsLine ? 1 : 0);
+    if (score > bestScore) {
+      best = chunk;
+      bestScore = score;
+    }
+  }
+  return best;
+}

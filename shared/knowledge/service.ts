@@ -1,9 +1,10 @@
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile, rm, stat } from "node:fs/promises";
 import { join, normalize } from "node:path";
 import { DEFAULT_VECTOR_URL } from "../config/knowledge.ts";
 import type { ConfigSnapshot } from "../config/types.ts";
 import type { Logger } from "../logger.ts";
 import { buildVectorIndex, queryVectorIndex } from "./chroma.ts";
+import { bestChunk, type Chunk, chunkText } from "./chunks.ts";
 import { EmbedderError } from "./embedder.ts";
 import {
   type IndexState,
@@ -229,17 +230,21 @@ export class Knowledge {
     const state = await this.#current();
     if (!state || this.#documents.length === 0) return { passages: [], methodUsed: options.method };
     const candidates = Math.max(topK * 4, 20);
-    const lexical = (
-      await searchQmd(this.#qmd, join(this.#dataDir, state.qmdDir), searchTerms(query), candidates)
-    ).map(
-      (hit): Passage => ({
-        path: `knowledge/${hit.file}`,
-        line: hit.line,
+    const terms = searchTerms(query);
+    const hits = await searchQmd(this.#qmd, join(this.#dataDir, state.qmdDir), terms, candidates);
+    const lexical: Passage[] = [];
+    for (const hit of hits) {
+      const path = `knowledge/${hit.file}`;
+      // qmd ranks documents; the passage shown is the section of the document that matches best
+      const chunk = bestChunk(await this.#chunks(path), terms, hit.line);
+      lexical.push({
+        path,
+        line: chunk?.line ?? hit.line,
         score: hit.score,
         title: hit.title,
-        text: hit.snippet,
-      }),
-    );
+        text: chunk?.text ?? hit.snippet,
+      });
+    }
     let passages = lexical;
     let methodUsed: RetrievalMethod = "bm25";
     if (options.method === "hybrid") {
@@ -257,6 +262,20 @@ export class Knowledge {
       passages: passages.filter((passage) => passage.score >= minScore).slice(0, topK),
       methodUsed,
     };
+  }
+
+  readonly #chunkCache = new Map<string, { mtimeMs: number; chunks: Chunk[] }>();
+
+  async #chunks(path: string): Promise<Chunk[]> {
+    const doc = this.#documents.find((candidate) => candidate.path === path);
+    if (!doc) return [];
+    const info = await stat(doc.absolute).catch(() => undefined);
+    if (!info) return [];
+    const cached = this.#chunkCache.get(path);
+    if (cached?.mtimeMs === info.mtimeMs) return cached.chunks;
+    const chunks = chunkText(path, await readFile(doc.absolute, "utf8"));
+    this.#chunkCache.set(path, { mtimeMs: info.mtimeMs, chunks });
+    return chunks;
   }
 
   /** undefined when no vectors can be had: the caller serves BM25 and it is said once */
