@@ -11,6 +11,17 @@ const FIXTURE = join(import.meta.dirname, "../../fixtures/knowledge/knowledge");
 const PASSAGE = "pg_restore";
 const REPLY = "Create a fresh database and run pg_restore against it (knowledge/backups.md).";
 
+/** the fields the tests read from /ask and /knowledge answers */
+interface Answer {
+  answer: string;
+  target: string;
+  method: string;
+  sources: { path: string; line: number; score: number }[];
+  error: { code: string; message: string; targets: { target: string; reason: string }[] };
+  documents: { path: string; title: string; size: number; indexed_at: string }[];
+  passages: { path: string }[];
+}
+
 function daemonYaml(modelUrl: string): string {
   const target = (name: string, key: string) =>
     `  ${name}:\n    runtime: openai\n    base_url: ${modelUrl}\n    model: m-${name}\n    timeout: 20s\n    credentials:\n      - name: ${name}-key\n        secret: ${key}\n`;
@@ -41,7 +52,7 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
     });
-    return { status: response.status, body: (await response.json()) as Record<string, any> };
+    return { status: response.status, body: (await response.json()) as Answer };
   };
 
   beforeAll(async () => {
@@ -76,8 +87,8 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
     expect(body.target).toBe("good");
     expect(body.method).toBe("bm25");
     expect(body.sources[0]).toMatchObject({ path: "knowledge/backups.md" });
-    expect(body.sources[0].line).toBeGreaterThan(1);
-    expect(body.sources[0].score).toBeGreaterThan(0);
+    expect(body.sources[0]!.line).toBeGreaterThan(1);
+    expect(body.sources[0]!.score).toBeGreaterThan(0);
     expect(body.sources.length).toBeLessThanOrEqual(3);
     // the order of ask.targets: the broken one was asked first, with the passage already in the prompt
     expect(models.keysSeen()).toEqual(["k-broken", "k-good"]);
@@ -138,7 +149,7 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
   });
 
   it("GET /knowledge lists the documents and searches them without a model", async () => {
-    const listing = (await (await fetch(`${url}/knowledge`)).json()) as Record<string, any>;
+    const listing = (await (await fetch(`${url}/knowledge`)).json()) as Answer;
     expect(listing.documents).toHaveLength(8);
     expect(listing.documents).toContainEqual(
       expect.objectContaining({
@@ -147,11 +158,8 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
         indexed_at: expect.any(String),
       }),
     );
-    const search = (await (await fetch(`${url}/knowledge?q=rotate%20webhook%20secret`)).json()) as Record<
-      string,
-      any
-    >;
-    expect(search.passages[0].path).toBe("knowledge/ops/rotation.md");
+    const search = (await (await fetch(`${url}/knowledge?q=rotate%20webhook%20secret`)).json()) as Answer;
+    expect(search.passages[0]!.path).toBe("knowledge/ops/rotation.md");
   });
 
   it("svc ask --target a --target b asks in that order and prints the answer, then the sources", async () => {
