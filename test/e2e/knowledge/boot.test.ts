@@ -79,6 +79,17 @@ describe("boot: knowledge sources need qmd 2.8.3 or later; the ask block is requ
     expect(report.checks.find((c) => c.name === "knowledge")?.status).toBe("skipped");
   });
 
+  it("svc knowledge reindex rebuilds on this host and prints its progress", async () => {
+    const dir = await configWith(daemonYaml(""));
+    const run = await svc(["knowledge", "reindex", "--dir", dir], { HOME: dir });
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("knowledge index: indexing 8 documents (local engine)");
+    expect(run.stdout).toMatch(/knowledge index: 8 documents indexed in \d+ ms/);
+    const help = await svc(["knowledge", "reindex", "--help"], { HOME: dir });
+    expect(help.stdout).toContain("EXAMPLES");
+  });
+
   it("the ask block missing or without targets still keeps the daemon from booting", async () => {
     const noAsk = await configWith('targets:\n  echo:\n    runtime: command\n    command: ["cat"]\n', false);
     const missing = await refused("ingress", noAsk);
