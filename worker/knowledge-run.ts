@@ -25,6 +25,20 @@ export interface RunKnowledgeInput {
   runDir: string;
 }
 
+/** What a run's prompt gets: retrieved passages (`prompt`), or a note saying where the knowledge is. */
+export interface RunKnowledge {
+  passages: Passage[];
+  note?: string;
+}
+
+/** Where to look, by delivery; the token is named, never written into the prompt. */
+function note(delivery: "file" | "browse" | "search", runDir: string): string {
+  if (delivery === "file") return `The team's documents are in ${runDir}/knowledge/ (read-only).`;
+  if (delivery === "browse")
+    return `The team's documents are in ${runDir}/knowledge/; ${runDir}/knowledge/CATALOG.md lists each one (title, path, first line). Read one with the read_knowledge tool (by path) or from its file.`;
+  return "Search the team's documents with the search_knowledge tool, or with GET $SVC_DAEMON_URL/knowledge?q=<words> and the bearer token in $SVC_AGENT_TOKEN.";
+}
+
 /** How much of the event goes into the search text before a rewrite (or the terms) narrow it. */
 const QUERY_CHARS = 2_000;
 
@@ -38,11 +52,11 @@ const QUERY_CHARS = 2_000;
 export async function prepareRunKnowledge(
   deps: RunKnowledgeDeps,
   input: RunKnowledgeInput,
-): Promise<Passage[]> {
+): Promise<RunKnowledge> {
   const { knowledge } = deps;
   const { method } = input.pipeline.knowledge;
   const delivery = input.pipeline.knowledge.delivery ?? (method === "none" ? undefined : "prompt");
-  if (!knowledge || knowledge.documentCount === 0 || !delivery) return [];
+  if (!knowledge || knowledge.documentCount === 0 || !delivery) return { passages: [] };
   const record: InvocationKnowledge = { method, method_used: null, delivery, sources: [] };
   let passages: Passage[] = [];
   if (delivery === "file" || delivery === "browse") await copySources(knowledge.documents, input.runDir);
@@ -62,7 +76,7 @@ export async function prepareRunKnowledge(
     record.sources = passages.map((p) => ({ path: p.path, line: p.line, score: p.score }));
   }
   await recordInvocationKnowledge(deps.records ?? deps.pool, input.invocationId, record);
-  return passages;
+  return delivery === "prompt" ? { passages } : { passages, note: note(delivery, input.runDir) };
 }
 
 /** The event name, the instructions and the payload's text values: what the run is about. */

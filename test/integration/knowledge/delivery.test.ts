@@ -118,7 +118,7 @@ describe("knowledge delivered into runs: a command agent sees it", () => {
     expect(catalog.split("\n").filter((line) => line.startsWith("- "))).toHaveLength(8);
   });
 
-  it("search and none: nothing is put in the prompt or the run directory", async () => {
+  it("search and none: no passages in the prompt, nothing in the run directory", async () => {
     for (const name of ["searching", "plain"]) {
       const invocation = await run(name);
       expect(invocation.result).toMatchObject({ prompt: false, file: false, catalog: false });
