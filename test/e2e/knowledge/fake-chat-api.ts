@@ -2,7 +2,10 @@ import { createServer, type Server } from "node:http";
 
 export type Behaviour =
   /** answers `reply` only when the prompt holds `needle`; otherwise 422 (the passage was not sent) */
-  { kind: "answer"; needle: string; reply: string } | { kind: "status"; status: number };
+  | { kind: "answer"; needle: string; reply: string }
+  | { kind: "status"; status: number }
+  /** never answers: the caller's time-out must end the request */
+  | { kind: "hang" };
 
 export interface ChatRequestSeen {
   key: string;
@@ -59,6 +62,7 @@ export class FakeChatApi {
           });
           return;
         }
+        if (behaviour.kind === "hang") return;
         if (behaviour.kind === "status") {
           send(behaviour.status, { error: { message: `status ${behaviour.status}`, type: "server_error" } });
           return;
@@ -82,6 +86,7 @@ export class FakeChatApi {
   }
 
   async stop(): Promise<void> {
+    this.#server?.closeAllConnections();
     await new Promise((resolve) => this.#server?.close(resolve));
   }
 }
