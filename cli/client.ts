@@ -49,11 +49,11 @@ export class DaemonClient {
     return this.request<T>("GET", path + search);
   }
 
-  post<T>(path: string, body: unknown = {}): Promise<T> {
-    return this.request<T>("POST", path, body);
+  post<T>(path: string, body: unknown = {}, timeoutMs = TIMEOUT_MS): Promise<T> {
+    return this.request<T>("POST", path, body, timeoutMs);
   }
 
-  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  async request<T>(method: string, path: string, body?: unknown, timeoutMs = TIMEOUT_MS): Promise<T> {
     let response: Response;
     try {
       response = await fetch(this.url + path, {
@@ -64,7 +64,7 @@ export class DaemonClient {
           ...(body === undefined ? {} : { "content-type": "application/json" }),
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(TIMEOUT_MS),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
       const inner = (error as { cause?: { code?: string; message?: string } }).cause;

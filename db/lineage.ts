@@ -46,6 +46,8 @@ export interface LineageInvocation {
   diagnostic: Diagnostic | null;
   target: string | null;
   attempts: number;
+  /** what retrieval gave the run (migration 040): method, method_used, delivery, query, sources */
+  knowledge: Record<string, unknown> | null;
   startedAt: Date | null;
   finishedAt: Date | null;
   createdAt: Date;
@@ -93,7 +95,7 @@ export function workloadColumns(a: string): string {
 
 export function invocationColumns(a: string): string {
   return `${a}.id, ${a}.workload_id AS "workloadId", ${a}.status, ${a}.diagnostic, ${a}.target, ${a}.attempts,
-    ${a}.started_at AS "startedAt", ${a}.finished_at AS "finishedAt", ${a}.created_at AS "createdAt",
+    ${a}.knowledge, ${a}.started_at AS "startedAt", ${a}.finished_at AS "finishedAt", ${a}.created_at AS "createdAt",
     ${a}.updated_at AS "updatedAt"`;
 }
 

@@ -3,6 +3,7 @@ import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import packageJson from "../package.json" with { type: "json" };
 import type { ConfigSnapshot, SecretSource } from "../shared/config/types.ts";
+import type { Knowledge } from "../shared/knowledge/service.ts";
 import type { Logger } from "../shared/logger.ts";
 import { createApiRouter } from "./api/router.ts";
 import { sendError, sendUnavailable } from "./errors.ts";
@@ -16,6 +17,8 @@ export interface IngressDependencies {
   logger: Logger;
   /** inline secrets as configured, stored ones decrypted at start-up */
   resolveSecret: (source: SecretSource) => string;
+  /** the knowledge opened at start-up (POST /ask, GET /knowledge) */
+  knowledge?: Knowledge;
   /** milliseconds since the epoch, for the tracker's timestamp window */
   now?: () => number;
 }
@@ -60,6 +63,7 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
       config: deps.config,
       logger: deps.logger,
       resolveSecret: deps.resolveSecret,
+      knowledge: deps.knowledge,
     }),
   );
 

@@ -8,6 +8,7 @@ import { configDirFrom, instanceKeyPath } from "../shared/config/dir.ts";
 import { formatProblems } from "../shared/config/format.ts";
 import { loadConfig } from "../shared/config/load.ts";
 import type { SecretSource } from "../shared/config/types.ts";
+import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
 import { createLogger, type Logger } from "../shared/logger.ts";
 import { readInstanceKey } from "../shared/secrets/instance-key.ts";
 import { storedSecretRefs } from "../shared/secrets/refs.ts";
@@ -49,11 +50,20 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
   const config = loaded.config;
 
   // the ingress uses the webhook sources and the API tokens; the worker resolves its own secrets
-  const refs = storedSecretRefs({ webhooks: config.webhooks, auth: config.auth });
+  const refs = storedSecretRefs({
+    webhooks: config.webhooks,
+    auth: config.auth,
+    askTargets: askTargetsOf(config),
+  });
   // the key file is checked before the database, so the cheaper, likelier mistake is reported first
   const key = refs.length
     ? await readKeyForStartup(instanceKeyPath(configDir, env), refs[0]!.usedBy)
     : undefined;
+
+  // knowledge sources found → qmd at its floor and a current index, or no start
+  const knowledge = await openKnowledgeForRole(config, logger).catch((error: Error) => {
+    throw new StartupError(`svc ingress: refusing to start\n${error.message}`);
+  });
 
   const database = await resolveDatabase(configDir, env).catch((error: Error) => {
     throw new StartupError(`svc ingress: cannot start the embedded Postgres: ${error.message}`);
@@ -101,7 +111,7 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
       return value;
     };
     boss = await startBoss({ url: database.url, max: 2, supervise: false, schedule: false });
-    const app = createIngressApp({ config, pool, boss, logger, resolveSecret });
+    const app = createIngressApp({ config, pool, boss, logger, resolveSecret, knowledge });
     const server = await listen(app, config.server.host, config.server.port).catch((error: Error) => {
       throw new StartupError(`svc ingress: ${error.message}`);
     });
@@ -179,6 +189,16 @@ function howToStore(name: string): string {
   return name.startsWith("webhook/")
     ? `store it with \`svc setup webhook ${name.slice("webhook/".length)} --secret-env <ENV_NAME>\``
     : "store it first";
+}
+
+/** The targets /ask and query rewriting use by default: their stored credentials are loaded at start. */
+function askTargetsOf(config: {
+  targets: Record<string, unknown>;
+  ask: { targets: string[] };
+  knowledge: { retrieval: { rewrite: { targets: string[] } } };
+}) {
+  const names = new Set([...config.ask.targets, ...config.knowledge.retrieval.rewrite.targets]);
+  return Object.fromEntries(Object.entries(config.targets).filter(([name]) => names.has(name)));
 }
 
 function formatHost(host: string): string {

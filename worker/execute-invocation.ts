@@ -20,6 +20,7 @@ import { getWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
+import type { Knowledge } from "../shared/knowledge/service.ts";
 import type { Logger } from "../shared/logger.ts";
 import type { InvocationJob } from "../shared/queues.ts";
 import { recordFileArtifact, recordSurface } from "./artifacts.ts";
@@ -27,6 +28,7 @@ import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type ResolvedEvent, resolveEvent, runIdentity } from "./dispatch.ts";
 import type { HeadStart } from "./head-start.ts";
+import { prepareRunKnowledge } from "./knowledge-run.ts";
 import { laneFor, targetUsable } from "./lanes.ts";
 import { type ProcessSpec, runProcessTree } from "./process-tree.ts";
 import { assemblePrompt, promptText } from "./prompt.ts";
@@ -66,6 +68,8 @@ export interface ExecuteDeps {
   daemonUrl?: string;
   /** the runs of this worker by invocation id, so a cancellation can reach the one it names */
   runs?: Map<string, RunHandle>;
+  /** the knowledge opened at start-up: delivered into runs by the pipeline's `knowledge` block */
+  knowledge?: Knowledge;
 }
 
 export interface RunHandle {
@@ -344,6 +348,7 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
     };
   }
   const env = headStart?.env ?? eventEnvironment(paths, event, pipeline);
+  const knowledge = await prepareRunKnowledge(deps, { invocationId, pipeline, event, runDir: paths.runDir });
 
   for (const [index, step] of pipeline.setup.entries()) {
     const taskId = newId("task");
@@ -403,6 +408,7 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
       agent,
       skill,
       event: { name: event.eventName, source: event.kind, payload: event.payload },
+      knowledge,
     });
     const transcript = join(paths.logsDir, "transcript.log");
     await writeFile(transcript, "");

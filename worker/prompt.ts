@@ -1,4 +1,6 @@
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
+import { knowledgeSection } from "../shared/knowledge/delivery.ts";
+import type { RunKnowledge } from "./knowledge-run.ts";
 
 export interface Prompt {
   /** persona, policies and skills: who the agent is and how it works */
@@ -13,6 +15,8 @@ export interface PromptInput {
   agent?: string;
   skill?: string;
   event: { name: string; source: string; payload: unknown };
+  /** retrieved passages (delivery `prompt`) as a `## Knowledge` section within its budget, or where to look */
+  knowledge?: RunKnowledge;
 }
 
 /**
@@ -41,6 +45,9 @@ export function assemblePrompt(input: PromptInput): Prompt {
   user.push(
     `# Event\n\nname: ${input.event.name}\nsource: ${input.event.source}\n\n\`\`\`json\n${JSON.stringify(input.event.payload ?? null, null, 2)}\n\`\`\``,
   );
+  const knowledge = knowledgeSection(input.knowledge?.passages ?? []);
+  if (knowledge) user.push(knowledge);
+  else if (input.knowledge?.note) user.push(`## Knowledge\n\n${input.knowledge.note}`);
   if (pipeline.result) {
     user.push(
       `# Result\n\nEnd with one JSON object matching this JSON Schema:\n\n\`\`\`json\n${JSON.stringify(pipeline.result.schema, null, 2)}\n\`\`\``,

@@ -17,6 +17,7 @@ import { parseAnnouncement, TRIGGER_CHANNEL, type TriggerAnnouncement } from "..
 import { lockQueuedTriggerStatement } from "../db/trigger-status.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { newId } from "../shared/ids.ts";
+import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
 import type { Logger } from "../shared/logger.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, laneQueue } from "../shared/queues.ts";
 import { CredentialCooldowns } from "./credentials/cooldowns.ts";
@@ -84,6 +85,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const heartbeatMs = options.heartbeatMs ?? 5_000;
   const staleAfterMs = options.staleAfterMs ?? Math.max(heartbeatMs * 6, 30_000);
   const concurrency = Math.max(1, config.worker.concurrency);
+  // knowledge sources found → qmd at its floor and a current index, or no start
+  const knowledge = await openKnowledgeForRole(config, logger);
   const pool: pg.Pool = createPool(options.databaseUrl, {
     max: concurrency + 4,
     applicationName: "svc-worker",
@@ -132,6 +135,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       spawner,
       daemonUrl: daemonUrl(config, env),
       runs,
+      knowledge,
     };
     const dispatchDeps = { pool, boss, config, cooldowns, secrets, logger };
 

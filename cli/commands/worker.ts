@@ -3,6 +3,8 @@ import { resolveDatabase } from "../../db/connect.ts";
 import { configDirFrom } from "../../shared/config/dir.ts";
 import { formatProblems } from "../../shared/config/format.ts";
 import { loadConfig } from "../../shared/config/load.ts";
+import { RetrievalToolError } from "../../shared/knowledge/qmd.ts";
+import { KnowledgeIndexError } from "../../shared/knowledge/service.ts";
 import { createLogger } from "../../shared/logger.ts";
 import { startWorker } from "../../worker/worker.ts";
 
@@ -66,6 +68,13 @@ export default class Worker extends Command {
       heartbeatMs: millis(env, "SVC_WORKER_HEARTBEAT_MS"),
       staleAfterMs: millis(env, "SVC_WORKER_STALE_MS"),
       probeIntervalMs: millis(env, "SVC_WORKER_PROBE_MS"),
+    }).catch((error: Error) => {
+      // the knowledge boot check's message is the whole story: no stack trace around it
+      if (error instanceof RetrievalToolError || error instanceof KnowledgeIndexError) {
+        this.logToStderr(`svc worker: refusing to start\n${error.message}`);
+        this.exit(1);
+      }
+      throw error;
     });
     await new Promise<void>((resolve) => {
       onSignal = (signal) => {

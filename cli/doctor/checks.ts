@@ -7,6 +7,7 @@ import { loadConfig } from "../../shared/config/load.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem, LoadResult } from "../../shared/config/types.ts";
 import { daemonProbeCheck } from "./daemon-probes.ts";
+import { knowledgeCheck } from "./knowledge.ts";
 
 /**
  * `svc doctor` runs a list of named checks in order. Each returns a status, a one-line detail and
@@ -158,6 +159,7 @@ export const DOCTOR_CHECKS: DoctorCheck[] = [
   configurationCheck,
   instanceKeyCheck,
   databaseCheck,
+  knowledgeCheck,
   daemonProbeCheck,
 ];
 

@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, Router } from 
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
+import type { Knowledge } from "../../shared/knowledge/service.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { createAccessControl } from "../auth/middleware.ts";
 import { isDatabaseUnavailable, sendError, sendUnavailable } from "../errors.ts";
@@ -20,6 +21,8 @@ export interface ApiDependencies {
   logger: Logger;
   /** secrets resolved at start-up (stored `secret_ref`s decrypted), keyed by secret name */
   resolveSecret: (source: SecretSource) => string;
+  /** the knowledge opened (version-checked, indexed) at start-up */
+  knowledge?: Knowledge;
 }
 
 const JSON_LIMIT = "1mb";

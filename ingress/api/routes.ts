@@ -9,6 +9,7 @@ import {
   runScheduleRoute,
 } from "./handlers/firing.ts";
 import { runHostToolRoute } from "./handlers/host-tools.ts";
+import { askRoute, knowledgeRoute } from "./handlers/knowledge.ts";
 import { mcpForbidden, mcpRoute } from "./handlers/mcp.ts";
 import { queueStatusRoute } from "./handlers/queue.ts";
 import { listSchedulesRoute } from "./handlers/schedules.ts";
@@ -183,6 +184,22 @@ export const API_ROUTES: readonly RouteSpec[] = [
     ownerBound: true,
     summary: "cancel a queued or running invocation",
     handler: cancelInvocationRoute,
+  },
+
+  {
+    method: "POST",
+    path: "/ask",
+    scope: "knowledge:read",
+    summary:
+      "answer `{ question, targets?, method? }` from the knowledge with the first usable target; 503 lists each target's reason",
+    handler: askRoute,
+  },
+  {
+    method: "GET",
+    path: "/knowledge",
+    scope: "knowledge:read",
+    summary: "the knowledge documents (path, title, size, indexed_at); `q` searches them (method, limit)",
+    handler: knowledgeRoute,
   },
 
   {

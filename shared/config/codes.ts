@@ -52,6 +52,8 @@ export const DOCTOR_CODES = {
   instance_key_unreadable: "the instance key file exists but cannot be read",
   database_unreachable: "SVC_DATABASE_URL is set but the server does not answer",
   database_too_old: "the database server is older than PostgreSQL 15",
+  retrieval_tool_floor: "knowledge sources exist but qmd is missing or older than 2.8.3",
+  embedder_missing: "the vector engine's host embedder runner is not on the PATH",
 } as const;
 
 export type DoctorCode = keyof typeof DOCTOR_CODES;

@@ -1,4 +1,5 @@
 import { unknownScopes } from "../scopes.ts";
+import { readKnowledgeSettings } from "./knowledge.ts";
 import { isLoopbackHost } from "./network.ts";
 import {
   bool,
@@ -7,7 +8,6 @@ import {
   int,
   isMapping,
   mapping,
-  num,
   oneOf,
   quote,
   str,
@@ -137,7 +137,7 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
   const ask = readAsk(f, root);
   targetExists(["ask", "targets"], ask.targets);
 
-  const knowledge = readKnowledge(f, root);
+  const knowledge = readKnowledgeSettings(f, root);
   targetExists(["knowledge", "retrieval", "rewrite", "targets"], knowledge.retrieval.rewrite.targets);
 
   return {
@@ -313,28 +313,6 @@ function readAsk(f: ConfigFile, root: YamlMap): DaemonSettings["ask"] {
   if (targets && targets.length === 0)
     f.report(["ask", "targets"], "required", `"ask.targets" must not be empty${hint}`);
   return { targets: targets ?? [] };
-}
-
-function readKnowledge(f: ConfigFile, root: YamlMap): DaemonSettings["knowledge"] {
-  const knowledge = child(f, root, "knowledge", []) ?? {};
-  checkKeys(f, knowledge, ["knowledge"], ["retrieval"]);
-  const retrieval = child(f, knowledge, "retrieval", ["knowledge"]) ?? {};
-  const path = ["knowledge", "retrieval"];
-  checkKeys(f, retrieval, path, ["engine", "topK", "minScore", "rewrite"]);
-  const engine = str(f, retrieval, "engine", path) ?? "local";
-  const topK = int(f, retrieval, "topK", path, { min: 1, max: 1000 });
-  const minScore = num(f, retrieval, "minScore", path, { min: 0, max: 1 });
-  const rewrite = child(f, retrieval, "rewrite", path) ?? {};
-  checkKeys(f, rewrite, [...path, "rewrite"], ["targets"]);
-  const rewriteTargets = strList(f, rewrite, "targets", [...path, "rewrite"]) ?? [];
-  return {
-    retrieval: {
-      engine,
-      ...(topK !== undefined ? { topK } : {}),
-      ...(minScore !== undefined ? { minScore } : {}),
-      rewrite: { targets: rewriteTargets },
-    },
-  };
 }
 
 function readRepos(f: ConfigFile, root: YamlMap): DaemonSettings["repos"] {

@@ -171,7 +171,19 @@ export interface ConfigSnapshot {
   targets: Record<string, Target>;
   ask: { targets: string[] };
   knowledge: {
-    retrieval: { engine: string; topK?: number; minScore?: number; rewrite: { targets: string[] } };
+    retrieval: {
+      /** `local` (qmd) or `vector` (Chroma plus the host embedder runner) */
+      engine: string;
+      topK?: number;
+      minScore?: number;
+      rewrite: { targets: string[] };
+      /** absolute path of another qmd executable; default: the one installed with svc */
+      bin?: string;
+      /** the Chroma server of the vector engine */
+      url?: string;
+      /** the host embedder runner: an executable on the PATH, JSON lines in and out */
+      embedder?: string;
+    };
   };
   repos: Record<string, { cloneUrl: string }>;
   channels: { chat: { bots: Record<string, { token: SecretSource }> } };

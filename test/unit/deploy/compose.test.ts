@@ -16,8 +16,9 @@ const services = compose.services as Record<string, Any>;
 const svcServices = ["ingress-1", "ingress-2", "worker-1", "worker-2"];
 
 describe("deploy/compose.yaml (in-process)", () => {
-  it("runs Postgres 17, two ingress replicas, two workers and a proxy", () => {
+  it("runs Postgres 17, two ingress replicas, two workers and a proxy; Chroma under profile vector", () => {
     expect(Object.keys(services).sort()).toEqual([
+      "chroma",
       "ingress-1",
       "ingress-2",
       "postgres",
@@ -53,7 +54,15 @@ describe("deploy/compose.yaml (in-process)", () => {
     expect(services.proxy.depends_on["ingress-2"].condition).toBe("service_healthy");
   });
 
-  it("mounts .svc/ read-only; workers write only their workspaces volume", () => {
+  it("the vector engine's Chroma: profile vector, port 8000 inside the network, persistent volume", () => {
+    expect(services.chroma.profiles).toEqual(["vector"]);
+    expect(services.chroma.image).toMatch(/^chromadb\/chroma:1\./);
+    expect(services.chroma.expose).toEqual(["8000"]);
+    expect(services.chroma.ports).toBeUndefined();
+    expect(services.chroma.volumes).toEqual(["chroma-data:/data"]);
+  });
+
+  it("mounts .svc/ read-only; each svc container writes only its knowledge index (and a worker its workspaces)", () => {
     for (const name of svcServices) {
       const mounts = services[name].volumes as Any[];
       const config = mounts.find((m) => m.target === "/etc/svc");
@@ -66,9 +75,17 @@ describe("deploy/compose.yaml (in-process)", () => {
       expect(services[name].environment.SVC_CONFIG_DIR).toBe("/etc/svc");
       expect(services[name].read_only, name).toBe(true);
       const writable = mounts.filter((m) => !m.read_only).map((m) => m.target);
-      expect(writable, name).toEqual(name.startsWith("worker") ? ["/etc/svc/workspaces"] : []);
+      expect(writable, name).toEqual(
+        name.startsWith("worker")
+          ? ["/etc/svc/workspaces", "/etc/svc/data/knowledge"]
+          : ["/etc/svc/data/knowledge"],
+      );
     }
     expect(services["worker-1"].volumes[1].source).not.toBe(services["worker-2"].volumes[1].source);
+    const indexes = svcServices.map(
+      (n) => services[n].volumes.find((m: Any) => m.target.endsWith("knowledge")).source,
+    );
+    expect(new Set(indexes).size).toBe(svcServices.length);
   });
 
   it("hands the instance key over as a Docker secret, never as a value", () => {
@@ -152,7 +169,12 @@ describe.skipIf(!dockerCompose)("deploy/compose.yaml (docker-compose config)", (
     expect(result.stderr).toBe("");
     expect(result.status).toBe(0);
     const resolved = parse(result.stdout) as Any;
-    expect(Object.keys(resolved.services).sort()).toEqual(Object.keys(services).sort());
+    // services of a profile (chroma: vector) appear only when the profile is asked for
+    expect(Object.keys(resolved.services).sort()).toEqual(
+      Object.keys(services)
+        .filter((name) => !services[name].profiles)
+        .sort(),
+    );
     expect(resolved.services["worker-2"].environment.SVC_DATABASE_URL).toBe(
       "postgres://svc:0123456789abcdef@postgres:5432/svc",
     );

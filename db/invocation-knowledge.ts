@@ -1,0 +1,33 @@
+import type { Queryable } from "./queryable.ts";
+
+export interface InvocationKnowledge {
+  method: "bm25" | "hybrid" | "none";
+  /** what ran: `hybrid` without vectors is recorded as `bm25` */
+  method_used: "bm25" | "hybrid" | null;
+  delivery: "prompt" | "file" | "search" | "browse";
+  query?: string;
+  sources: { path: string; line: number; score: number }[];
+}
+
+/** The knowledge a run was given, on its invocation row (`knowledge` column, migration 040). */
+export async function recordInvocationKnowledge(
+  db: Queryable,
+  invocationId: string,
+  knowledge: InvocationKnowledge,
+): Promise<void> {
+  await db.query("UPDATE svc.invocations SET knowledge = $2 WHERE id = $1", [
+    invocationId,
+    JSON.stringify(knowledge),
+  ]);
+}
+
+export async function getInvocationKnowledge(
+  db: Queryable,
+  invocationId: string,
+): Promise<InvocationKnowledge | null> {
+  const { rows } = await db.query<{ knowledge: InvocationKnowledge | null }>(
+    "SELECT knowledge FROM svc.invocations WHERE id = $1",
+    [invocationId],
+  );
+  return rows[0]?.knowledge ?? null;
+}

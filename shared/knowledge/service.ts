@@ -1,0 +1,337 @@
+import { readdir, readFile, rm, stat } from "node:fs/promises";
+import { join, normalize } from "node:path";
+import { DEFAULT_VECTOR_URL } from "../config/knowledge.ts";
+import type { ConfigSnapshot } from "../config/types.ts";
+import type { Logger } from "../logger.ts";
+import { buildVectorIndex, queryVectorIndex } from "./chroma.ts";
+import { bestChunk, type Chunk, chunkText } from "./chunks.ts";
+import { EmbedderError } from "./embedder.ts";
+import {
+  type IndexState,
+  readIndexState,
+  stateModifiedAt,
+  withIndexLock,
+  writeIndexState,
+} from "./index-state.ts";
+import { searchTerms } from "./keywords.ts";
+import { buildQmdIndex, checkQmdVersion, type QmdCommand, resolveQmd, searchQmd } from "./qmd.ts";
+import { reciprocalRankFusion } from "./rrf.ts";
+import {
+  type DocumentSummary,
+  discoverSources,
+  knowledgeDataDir,
+  knowledgeRoot,
+  type SourceDocument,
+  sourceHash,
+  summarize,
+} from "./sources.ts";
+
+export type RetrievalMethod = "bm25" | "hybrid";
+
+export const DEFAULT_TOP_K = 5;
+export const DEFAULT_MIN_SCORE = 0;
+
+export interface Passage {
+  /** relative to the configuration directory: `knowledge/runbook.md` */
+  path: string;
+  line: number;
+  score: number;
+  title: string;
+  text: string;
+}
+
+export interface SearchResult {
+  passages: Passage[];
+  /** what actually ran: `hybrid` asked without vectors available serves `bm25` */
+  methodUsed: RetrievalMethod;
+}
+
+export interface SearchOptions {
+  method: RetrievalMethod;
+  topK?: number;
+  minScore?: number;
+}
+
+export class KnowledgeIndexError extends Error {}
+
+type KnowledgeConfig = Pick<ConfigSnapshot, "dir" | "knowledge">;
+
+/**
+ * The team's documents under `<config dir>/knowledge/`, indexed by qmd (and by Chroma with the
+ * vector engine) under `<config dir>/data/knowledge/`. `open` is the boot step of every role
+ * that retrieves: with documents present it checks qmd's version floor and rebuilds the index
+ * when the sources changed; errors are fatal to start-up.
+ */
+export class Knowledge {
+  readonly #config: KnowledgeConfig;
+  readonly #logger: Logger;
+  readonly #qmd: QmdCommand;
+  readonly #dataDir: string;
+  #state: IndexState | undefined;
+  #stateMtime = 0;
+  #documents: SourceDocument[];
+  #warnedNoVectors = false;
+  /** the qmd version found at boot; undefined without documents */
+  readonly toolVersion: string | undefined;
+
+  private constructor(
+    config: KnowledgeConfig,
+    logger: Logger,
+    documents: SourceDocument[],
+    toolVersion: string | undefined,
+  ) {
+    this.#config = config;
+    this.#logger = logger;
+    this.#qmd = resolveQmd(config.knowledge.retrieval.bin);
+    this.#dataDir = knowledgeDataDir(config.dir);
+    this.#documents = documents;
+    this.toolVersion = toolVersion;
+  }
+
+  static async open(
+    config: KnowledgeConfig,
+    logger: Logger,
+    options: { force?: boolean; progress?: (line: string) => void } = {},
+  ): Promise<Knowledge> {
+    const documents = await discoverSources(config.dir);
+    if (documents.length === 0) return new Knowledge(config, logger, documents, undefined);
+    const bin = config.knowledge.retrieval.bin;
+    const version = await checkQmdVersion(resolveQmd(bin), bin);
+    const knowledge = new Knowledge(config, logger, documents, version);
+    await knowledge.#ensureIndex(options.force ?? false, options.progress);
+    return knowledge;
+  }
+
+  get documentCount(): number {
+    return this.#documents.length;
+  }
+
+  get engine(): string {
+    return this.#config.knowledge.retrieval.engine;
+  }
+
+  /** true when `hybrid` can fuse vectors: only the vector engine supplies them */
+  get hasVectors(): boolean {
+    return this.engine === "vector";
+  }
+
+  get indexedAt(): string | undefined {
+    return this.#state?.indexedAt;
+  }
+
+  #vectorUrl(): string {
+    return this.#config.knowledge.retrieval.url ?? DEFAULT_VECTOR_URL;
+  }
+
+  /** the engine settings are part of the hash: switching engines rebuilds */
+  #hash(documents: readonly SourceDocument[]): string {
+    const { engine } = this.#config.knowledge.retrieval;
+    return `${sourceHash(documents)}:${engine}${engine === "vector" ? `:${this.#vectorUrl()}` : ""}`;
+  }
+
+  async #ensureIndex(force: boolean, progress?: (line: string) => void): Promise<void> {
+    await withIndexLock(this.#dataDir, async () => {
+      // read under the lock: another process of this host may have just built it
+      const documents = await discoverSources(this.#config.dir);
+      this.#documents = documents;
+      const hash = this.#hash(documents);
+      const state = await readIndexState(this.#dataDir);
+      if (!force && state?.hash === hash) {
+        this.#state = state;
+        this.#stateMtime = await stateModifiedAt(this.#dataDir);
+        return;
+      }
+      await this.#build(documents, hash, state, progress);
+    });
+  }
+
+  async #build(
+    documents: SourceDocument[],
+    hash: string,
+    previous: IndexState | undefined,
+    progress?: (line: string) => void,
+  ): Promise<void> {
+    const started = Date.now();
+    const say = (message: string, fields: Record<string, unknown> = {}) => {
+      this.#logger.info(message, { event: "knowledge.index", ...fields });
+      progress?.(message);
+    };
+    say(`knowledge index: indexing ${documents.length} documents (${this.engine} engine)`, {
+      documents: documents.length,
+      engine: this.engine,
+    });
+    const stamp = `${Date.now().toString(36)}-${hash.slice(0, 12)}`;
+    const qmdDir = `qmd-${stamp}`;
+    try {
+      await buildQmdIndex(this.#qmd, join(this.#dataDir, qmdDir), knowledgeRoot(this.#config.dir));
+    } catch (error) {
+      throw new KnowledgeIndexError(`knowledge index: ${(error as Error).message}`);
+    }
+    let collection: string | undefined;
+    if (this.engine === "vector") {
+      collection = `svc-knowledge-${stamp}`;
+      const embedder = this.#config.knowledge.retrieval.embedder ?? "";
+      try {
+        await buildVectorIndex({
+          url: this.#vectorUrl(),
+          embedder,
+          collection,
+          sources: documents,
+          onProgress: (done, total) =>
+            say(`knowledge index: embedded ${done}/${total} passages`, { done, total }),
+        });
+      } catch (error) {
+        if (error instanceof EmbedderError) throw new KnowledgeIndexError(error.message);
+        throw new KnowledgeIndexError(
+          `knowledge index: the vector store at ${this.#vectorUrl()} failed: ${(error as Error).message} - start it (docker compose --profile vector up -d chroma) or set "knowledge.retrieval.url"`,
+        );
+      }
+    }
+    const state: IndexState = {
+      hash,
+      indexedAt: new Date().toISOString(),
+      qmdDir,
+      ...(collection ? { collection } : {}),
+      documents: documents.map((doc) => ({ path: doc.path, size: doc.size })),
+    };
+    await writeIndexState(this.#dataDir, state);
+    this.#state = state;
+    this.#stateMtime = await stateModifiedAt(this.#dataDir);
+    await this.#removeOldIndexes([qmdDir, previous?.qmdDir]);
+    say(`knowledge index: ${documents.length} documents indexed in ${Date.now() - started} ms`, {
+      documents: documents.length,
+      ms: Date.now() - started,
+    });
+  }
+
+  /** keeps the current and the previous index: a process started before a reindex still reads it */
+  async #removeOldIndexes(keep: (string | undefined)[]): Promise<void> {
+    const entries = await readdir(this.#dataDir).catch(() => [] as string[]);
+    for (const entry of entries) {
+      if (entry.startsWith("qmd-") && !keep.includes(entry))
+        await rm(join(this.#dataDir, entry), { recursive: true, force: true });
+    }
+  }
+
+  /** a `svc knowledge reindex` since boot moved the index: follow it */
+  async #current(): Promise<IndexState | undefined> {
+    const mtime = await stateModifiedAt(this.#dataDir);
+    if (mtime !== this.#stateMtime) {
+      const state = await readIndexState(this.#dataDir);
+      if (state) this.#state = state;
+      this.#stateMtime = mtime;
+    }
+    return this.#state;
+  }
+
+  async search(query: string, options: SearchOptions): Promise<SearchResult> {
+    const topK = options.topK ?? this.#config.knowledge.retrieval.topK ?? DEFAULT_TOP_K;
+    const minScore = options.minScore ?? this.#config.knowledge.retrieval.minScore ?? DEFAULT_MIN_SCORE;
+    const state = await this.#current();
+    if (!state || this.#documents.length === 0) return { passages: [], methodUsed: options.method };
+    const candidates = Math.max(topK * 4, 20);
+    const terms = searchTerms(query);
+    const hits = await searchQmd(this.#qmd, join(this.#dataDir, state.qmdDir), terms, candidates);
+    const lexical: Passage[] = [];
+    for (const hit of hits) {
+      const path = `knowledge/${hit.file}`;
+      // qmd ranks documents; the passage shown is the section of the document that matches best
+      const chunk = bestChunk(await this.#chunks(path), terms, hit.line);
+      lexical.push({
+        path,
+        line: chunk?.line ?? hit.line,
+        score: hit.score,
+        title: hit.title,
+        text: chunk?.text ?? hit.snippet,
+      });
+    }
+    let passages = lexical;
+    let methodUsed: RetrievalMethod = "bm25";
+    if (options.method === "hybrid") {
+      const vectors = await this.#vectorPassages(state, query, candidates);
+      if (vectors) {
+        methodUsed = "hybrid";
+        const toRanked = (list: Passage[]) => list.map((item) => ({ key: item.path, item }));
+        passages = reciprocalRankFusion([toRanked(lexical), toRanked(vectors)]).map((fused) => ({
+          ...fused.item,
+          score: fused.score,
+        }));
+      }
+    }
+    return {
+      passages: passages.filter((passage) => passage.score >= minScore).slice(0, topK),
+      methodUsed,
+    };
+  }
+
+  readonly #chunkCache = new Map<string, { mtimeMs: number; chunks: Chunk[] }>();
+
+  async #chunks(path: string): Promise<Chunk[]> {
+    const doc = this.#documents.find((candidate) => candidate.path === path);
+    if (!doc) return [];
+    const info = await stat(doc.absolute).catch(() => undefined);
+    if (!info) return [];
+    const cached = this.#chunkCache.get(path);
+    if (cached?.mtimeMs === info.mtimeMs) return cached.chunks;
+    const chunks = chunkText(path, await readFile(doc.absolute, "utf8"));
+    this.#chunkCache.set(path, { mtimeMs: info.mtimeMs, chunks });
+    return chunks;
+  }
+
+  /** undefined when no vectors can be had: the caller serves BM25 and it is said once */
+  async #vectorPassages(state: IndexState, query: string, limit: number): Promise<Passage[] | undefined> {
+    if (!this.hasVectors || !state.collection) {
+      this.#noVectors("the local engine has no vectors; set knowledge.retrieval.engine: vector for hybrid");
+      return undefined;
+    }
+    try {
+      const hits = await queryVectorIndex({
+        url: this.#vectorUrl(),
+        embedder: this.#config.knowledge.retrieval.embedder ?? "",
+        collection: state.collection,
+        text: query,
+        limit,
+      });
+      // one passage per document, its best chunk: the BM25 side ranks documents too
+      const best = new Map<string, Passage>();
+      for (const hit of hits) {
+        if (best.has(hit.path)) continue;
+        best.set(hit.path, { path: hit.path, line: hit.line, score: hit.score, title: "", text: hit.text });
+      }
+      return [...best.values()];
+    } catch (error) {
+      this.#noVectors(`the vector store cannot answer (${(error as Error).message})`);
+      return undefined;
+    }
+  }
+
+  #noVectors(reason: string): void {
+    if (this.#warnedNoVectors) return;
+    this.#warnedNoVectors = true;
+    this.#logger.warn(`knowledge: hybrid retrieval has no vectors, serving BM25: ${reason}`, {
+      event: "knowledge.hybrid_without_vectors",
+      reason,
+    });
+  }
+
+  /** The documents as indexed: path, title, size, when the index was built. */
+  async list(): Promise<(DocumentSummary & { indexed_at: string | null })[]> {
+    const state = await this.#current();
+    const out = [];
+    for (const doc of this.#documents) {
+      out.push({ ...(await summarize(doc)), indexed_at: state?.indexedAt ?? null });
+    }
+    return out;
+  }
+
+  /** A document's text by its path (`knowledge/…`); undefined for anything outside the sources. */
+  async read(path: string): Promise<string | undefined> {
+    const wanted = normalize(path).replace(/^\.\//, "");
+    const doc = this.#documents.find((candidate) => candidate.path === wanted);
+    return doc ? readFile(doc.absolute, "utf8") : undefined;
+  }
+
+  get documents(): readonly SourceDocument[] {
+    return this.#documents;
+  }
+}
