@@ -1,3 +1,4 @@
+import { CronExpressionParser } from "cron-parser";
 import { describe, expect, it } from "vitest";
 import { cronProblem, firesAt, latestFiring, nextFiring, timezoneKnown } from "../../shared/schedule-time.ts";
 
@@ -91,6 +92,29 @@ describe("next run in Europe/Berlin across the DST changes (fixed clocks)", () =
       "2026-03-29T02:30:00.000Z",
       "2026-03-30T02:30:00.000Z",
     ]);
+  });
+});
+
+describe("what cron-parser (and so pg-boss's pass) answers on its own, which the rules above correct", () => {
+  const parse = (cron: string, currentDate: string) =>
+    CronExpressionParser.parse(cron, { tz: BERLIN, strict: false, currentDate: new Date(currentDate) });
+
+  it("next() moves the missing 02:30 of March 29 to 03:30 local", () => {
+    expect(parse("30 2 * * *", "2026-03-28T12:00:00Z").next().toDate().toISOString()).toBe(
+      "2026-03-29T01:30:00.000Z",
+    );
+  });
+
+  it("prev(), which pg-boss's pass reads, skips the missing time but answers both 02:30s of October 25", () => {
+    const back = parse("30 2 * * *", "2026-10-25T03:00:00Z");
+    expect([back.prev(), back.prev(), back.prev()].map((d) => d.toDate().toISOString())).toEqual([
+      "2026-10-25T01:30:00.000Z",
+      "2026-10-25T00:30:00.000Z",
+      "2026-10-24T00:30:00.000Z",
+    ]);
+    expect(parse("30 2 * * *", "2026-03-29T03:00:00Z").prev().toDate().toISOString()).toBe(
+      "2026-03-28T01:30:00.000Z",
+    );
   });
 });
 
