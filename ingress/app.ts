@@ -4,8 +4,12 @@ import type { PgBoss } from "pg-boss";
 import packageJson from "../package.json" with { type: "json" };
 import type { ConfigSnapshot, SecretSource } from "../shared/config/types.ts";
 import type { Logger } from "../shared/logger.ts";
+import { buildOpenApi } from "./api/openapi.ts";
 import { createApiRouter } from "./api/router.ts";
 import { sendError, sendUnavailable } from "./errors.ts";
+import { createIngressMetrics, type IngressMetrics } from "./metrics.ts";
+import { createMetricsRoute } from "./metrics-route.ts";
+import { createUiRouter } from "./ui/router.ts";
 import { createWebhookRouter } from "./webhooks/intake.ts";
 import { buildSourceTable } from "./webhooks/sources.ts";
 
@@ -18,6 +22,8 @@ export interface IngressDependencies {
   resolveSecret: (source: SecretSource) => string;
   /** milliseconds since the epoch, for the tracker's timestamp window */
   now?: () => number;
+  /** this process's metrics registry; tests pass their own to read the counters */
+  metrics?: IngressMetrics;
 }
 
 export function createIngressApp(deps: IngressDependencies): express.Express {
@@ -28,6 +34,8 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
   app.set("query parser", "simple");
 
   app.use(requestLog(deps.logger));
+  const metrics = deps.metrics ?? createIngressMetrics();
+  app.use(metrics.observe);
 
   app.get("/", (_req, res) => {
     res.locals.route = "/";
@@ -42,6 +50,15 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
       sendUnavailable(res);
     }
   });
+
+  // no scope, like /health: the document describes routes, it grants nothing
+  const openApi = JSON.stringify(buildOpenApi());
+  app.get("/openapi.json", (_req, res) => {
+    res.locals.route = "/openapi.json";
+    res.type("json").send(openApi);
+  });
+  app.get("/metrics", createMetricsRoute({ ...deps, metrics }));
+  app.use(createUiRouter(deps));
 
   app.use(
     createWebhookRouter({

@@ -49,7 +49,7 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
   const config = loaded.config;
 
   // the ingress uses the webhook sources and the API tokens; the worker resolves its own secrets
-  const refs = storedSecretRefs({ webhooks: config.webhooks, auth: config.auth });
+  const refs = storedSecretRefs({ webhooks: config.webhooks, auth: config.auth, metrics: config.metrics });
   // the key file is checked before the database, so the cheaper, likelier mistake is reported first
   const key = refs.length
     ? await readKeyForStartup(instanceKeyPath(configDir, env), refs[0]!.usedBy)
