@@ -122,7 +122,8 @@ function securityHeaders() {
         "base-uri": ["'none'"],
       },
     },
-    referrerPolicy: { policy: "no-referrer" },
+    // "no-referrer" would make form POSTs carry `Origin: null`, which the CSRF check refuses
+    referrerPolicy: { policy: "same-origin" },
   });
 }
 
