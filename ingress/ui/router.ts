@@ -177,7 +177,13 @@ async function renderTriggers(pool: pg.Pool, req: Request): Promise<{ status?: n
     });
     return {
       status: invalid ? 400 : 200,
-      html: triggersPage({ ...result, ...filter, ...(invalid ? { error: invalid } : {}) }),
+      // the form shows what was typed, even when refused (escaped like everything else)
+      html: triggersPage({
+        ...result,
+        ...filter,
+        ...(code ? { code } : {}),
+        ...(invalid ? { error: invalid } : {}),
+      }),
     };
   } catch (error) {
     if (!(error instanceof InvalidCursorError)) throw error;
