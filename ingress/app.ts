@@ -5,8 +5,12 @@ import packageJson from "../package.json" with { type: "json" };
 import type { ConfigSnapshot, SecretSource } from "../shared/config/types.ts";
 import type { Knowledge } from "../shared/knowledge/service.ts";
 import type { Logger } from "../shared/logger.ts";
+import { buildOpenApi } from "./api/openapi.ts";
 import { createApiRouter } from "./api/router.ts";
 import { sendError, sendUnavailable } from "./errors.ts";
+import { createIngressMetrics, type IngressMetrics } from "./metrics.ts";
+import { createMetricsRoute } from "./metrics-route.ts";
+import { createUiRouter } from "./ui/router.ts";
 import { createWebhookRouter } from "./webhooks/intake.ts";
 import { buildSourceTable } from "./webhooks/sources.ts";
 
@@ -21,6 +25,8 @@ export interface IngressDependencies {
   knowledge?: Knowledge;
   /** milliseconds since the epoch, for the tracker's timestamp window */
   now?: () => number;
+  /** this process's metrics registry; tests pass their own to read the counters */
+  metrics?: IngressMetrics;
 }
 
 export function createIngressApp(deps: IngressDependencies): express.Express {
@@ -31,6 +37,8 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
   app.set("query parser", "simple");
 
   app.use(requestLog(deps.logger));
+  const metrics = deps.metrics ?? createIngressMetrics();
+  app.use(metrics.observe);
 
   app.get("/", (_req, res) => {
     res.locals.route = "/";
@@ -45,6 +53,15 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
       sendUnavailable(res);
     }
   });
+
+  // no scope, like /health: the document describes routes, it grants nothing
+  const openApi = JSON.stringify(buildOpenApi());
+  app.get("/openapi.json", (_req, res) => {
+    res.locals.route = "/openapi.json";
+    res.type("json").send(openApi);
+  });
+  app.get("/metrics", createMetricsRoute({ ...deps, metrics }));
+  app.use(createUiRouter(deps));
 
   app.use(
     createWebhookRouter({

@@ -54,6 +54,7 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
     webhooks: config.webhooks,
     auth: config.auth,
     askTargets: askTargetsOf(config),
+    metrics: config.metrics,
   });
   // the key file is checked before the database, so the cheaper, likelier mistake is reported first
   const key = refs.length

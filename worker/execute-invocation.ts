@@ -30,6 +30,7 @@ import { type ResolvedEvent, resolveEvent, runIdentity } from "./dispatch.ts";
 import type { HeadStart } from "./head-start.ts";
 import { prepareRunKnowledge } from "./knowledge-run.ts";
 import { laneFor, targetUsable } from "./lanes.ts";
+import { recordInvocationEnd } from "./metrics.ts";
 import { type ProcessSpec, runProcessTree } from "./process-tree.ts";
 import { assemblePrompt, promptText } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
@@ -256,6 +257,13 @@ export async function runClaimedInvocation(
     pipeline: workload.pipeline,
     code: end.kind === "failed" ? end.diagnostic.code : undefined,
   });
+  recordInvocationEnd(
+    pool,
+    invocationId,
+    end.kind,
+    end.kind === "failed" ? end.diagnostic.code : undefined,
+    logger,
+  );
 }
 
 const CANCELLED = diagnostic(

@@ -35,6 +35,7 @@ import {
 import { type ExecuteDeps, type RunHandle, runClaimedInvocation } from "./execute-invocation.ts";
 import { type HeadStart, takeHeadStart } from "./head-start.ts";
 import { LOCAL_LANE, targetUsable } from "./lanes.ts";
+import { countClaimed, resolveMetricsToken, startWorkerMetricsServer } from "./metrics.ts";
 import { reapStaleInvocations } from "./reaper.ts";
 import { sweepWorkspaces } from "./retention.ts";
 import { startSchedules } from "./schedules.ts";
@@ -113,6 +114,14 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     const lanes = new Map<string, string | null>([[LOCAL_LANE, null]]);
     for (const target of Object.values(config.targets)) lanes.set(laneQueue(target.name), target.name);
     for (const lane of lanes.keys()) await ensureLaneQueue(boss, lane, config.targets);
+    // metrics (issue 16): off unless worker.metrics_port is set; closed with the other listeners
+    if (config.worker.metricsPort !== undefined) {
+      const token = await resolveMetricsToken(config, pool, env);
+      const lanesToWatch = [DISPATCH_QUEUE, ...lanes.keys()];
+      listeners.push(
+        await startWorkerMetricsServer({ config, pool, boss, lanes: lanesToWatch, logger, token }),
+      );
+    }
     spawner = await Spawner.start();
     listeners.push(
       await startSchedules({ config, databaseUrl: options.databaseUrl, pool, boss, logger, env }),
@@ -263,6 +272,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       } finally {
         free += room - claimed.length;
       }
+      countClaimed("lane", claimed.length);
       for (const row of claimed) start(() => runClaimedInvocation(deps, row, shutdown.signal));
       return fetched;
     };
@@ -368,6 +378,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           const db = transactionDb(client);
           const jobs = await boss!.fetch<DispatchJob>(DISPATCH_QUEUE, { batchSize: room, db });
           fetched = jobs.length;
+          countClaimed("dispatch", jobs.length);
           const options = (job: (typeof jobs)[number]): DispatchOptions => ({
             jobId: job.id,
             claimFor: closing ? undefined : id,
@@ -505,6 +516,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         free += 1;
         return;
       }
+      countClaimed("announced", 1);
       const event = await resolveEvent(pool, { kind, source, eventName, payload: claimed.payload });
       const run: ClaimedRun = {
         invocation: claimed.invocation,

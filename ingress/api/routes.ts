@@ -26,6 +26,7 @@ import {
   listWorkloadsRoute,
   submitInvocationRoute,
 } from "./handlers/workloads.ts";
+import type { JsonSchema, SchemaName } from "./schemas.ts";
 
 /**
  * THE route table of the daemon API: path, method, required scope and handler. The router mounts
@@ -45,7 +46,20 @@ export interface RouteSpec {
   handler: (ctx: RouteContext) => Promise<Reply>;
   /** the answer to a caller refused by scope, when the route speaks its own protocol */
   refused?: () => Reply;
+  /** OpenAPI (ingress/api/openapi.ts): query parameters, name → meaning */
+  query?: Record<string, string>;
+  /** OpenAPI: the success answer; absent = 200 with a default description */
+  response?: { status?: number; description: string; schema?: SchemaName };
+  /** OpenAPI: the JSON body of a POST, as a JSON Schema; absent = any object */
+  body?: JsonSchema;
 }
+
+const TRIGGER_FILTERS = {
+  status: "queued, running, completed, error or discarded",
+  code: "a diagnostic code such as agent_timeout",
+  source: "a webhook source or trigger source name",
+  since: "an ISO time or a duration such as 2h",
+};
 
 export const API_ROUTES: readonly RouteSpec[] = [
   {
@@ -54,6 +68,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     scope: AUTHENTICATED,
     summary: "the caller's identity and scopes",
     handler: whoamiRoute,
+    response: { description: "the caller's identity and scopes", schema: "Whoami" },
   },
 
   {
@@ -62,6 +77,8 @@ export const API_ROUTES: readonly RouteSpec[] = [
     scope: "triggers:read",
     summary: "list triggers without payload; filters status, code, source, since, limit, cursor",
     handler: listTriggersRoute,
+    query: { ...TRIGGER_FILTERS, limit: "1-500, default 50", cursor: "`nextCursor` of the previous page" },
+    response: { description: "a page of triggers, newest first", schema: "TriggerList" },
   },
   {
     method: "GET",
@@ -69,6 +86,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     scope: "triggers:read",
     summary: "trigger counts grouped by code, source or kind (`by`), same filters",
     handler: triggerStatsRoute,
+    query: { ...TRIGGER_FILTERS, by: "code, source or kind (default code)" },
   },
   {
     method: "GET",
@@ -76,6 +94,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     scope: "triggers:read",
     summary: "one trigger with payload and diagnostic",
     handler: getTriggerRoute,
+    response: { description: "the trigger", schema: "TriggerAnswer" },
   },
   {
     method: "GET",
@@ -83,6 +102,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     scope: "triggers:read",
     summary: "lineage of a trg_/run_/inv_/tsk_ id or unique prefix; 409 ambiguous_id lists candidates",
     handler: traceRoute,
+    response: { description: "the lineage around the id", schema: "Trace" },
   },
 
   {
@@ -91,6 +111,8 @@ export const API_ROUTES: readonly RouteSpec[] = [
     scope: "pipelines:invoke",
     summary: "fire a pipeline by name with `args` gated by its declared args",
     handler: firePipelineRoute,
+    response: { status: 202, description: "fired; names the new trigger" },
+    body: { type: "object", properties: { args: { type: "object" } } },
   },
   {
     method: "POST",
@@ -105,6 +127,12 @@ export const API_ROUTES: readonly RouteSpec[] = [
     scope: "pipelines:invoke",
     summary: "dispatch a URL to a pipeline: `{ pipeline, url, args? }`",
     handler: dispatchUrlRoute,
+    response: { status: 202, description: "dispatched; names the new trigger" },
+    body: {
+      type: "object",
+      required: ["pipeline", "url"],
+      properties: { pipeline: { type: "string" }, url: { type: "string" }, args: { type: "object" } },
+    },
   },
   {
     method: "POST",
@@ -209,6 +237,13 @@ export const API_ROUTES: readonly RouteSpec[] = [
     summary:
       "active, waiting, delayed, failed counts; verbose=1 adds details.<state> jobs (since, limit, offset)",
     handler: queueStatusRoute,
+    query: {
+      verbose: "1 adds details.<state> jobs",
+      since: "with verbose",
+      limit: "with verbose",
+      offset: "with verbose",
+    },
+    response: { description: "job counts by state", schema: "QueueStatus" },
   },
   {
     method: "POST",

@@ -1,5 +1,6 @@
 import { unknownScopes } from "../scopes.ts";
 import { readKnowledgeSettings } from "./knowledge.ts";
+import { readMetrics, readWorkerMetricsPort } from "./metrics.ts";
 import { isLoopbackHost } from "./network.ts";
 import {
   bool,
@@ -65,6 +66,7 @@ const TOP_LEVEL = [
   "auth",
   "worker",
   "workspaces",
+  "metrics",
   // containers of removed keys only: their removed children are reported, the rest is ignored
   "defaults",
   "lifecycle",
@@ -153,6 +155,7 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
     auth: readAuth(f, root),
     worker: readWorker(f, root),
     workspaces: readWorkspaces(f, root),
+    ...(root.metrics !== undefined ? { metrics: readMetrics(f, root) } : {}),
   };
 }
 
@@ -565,8 +568,9 @@ function readBroker(f: ConfigFile, auth: YamlMap): BrokerConfig | undefined {
 
 function readWorker(f: ConfigFile, root: YamlMap): DaemonSettings["worker"] {
   const worker = child(f, root, "worker", []) ?? {};
-  checkKeys(f, worker, ["worker"], ["concurrency", "grace_period"]);
+  checkKeys(f, worker, ["worker"], ["concurrency", "grace_period", "metrics_port"]);
   return {
+    ...readWorkerMetricsPort(f, worker),
     concurrency: int(f, worker, "concurrency", ["worker"], { min: 1, max: 1024 }) ?? DEFAULT_CONCURRENCY,
     graceMs: duration(f, worker, "grace_period", ["worker"], DEFAULT_GRACE_MS) ?? DEFAULT_GRACE_MS,
   };

@@ -153,6 +153,10 @@ export interface BrokerConfig {
   secret?: SecretSource;
 }
 
+export interface MetricsSettings {
+  token: SecretSource;
+}
+
 export interface HostTool {
   name: string;
   description: string;
@@ -190,7 +194,9 @@ export interface ConfigSnapshot {
   queue: { circuitBreaker?: { escalate?: { chat?: { bot: string; channel: string } } } };
   hostTools: Record<string, HostTool>;
   auth: { tokens: Record<string, ApiTokenConfig>; broker?: BrokerConfig } | null;
-  worker: { concurrency: number; graceMs: number };
+  worker: { concurrency: number; graceMs: number; metricsPort?: number };
+  /** `metrics:` (shared/config/metrics.ts); absent = `/metrics` needs `admin` */
+  metrics?: MetricsSettings;
   workspaces: { checkoutRetentionDays: number; transcriptRetentionDays: number };
   pipelines: Record<string, Pipeline>;
   agents: Record<string, Agent>;

@@ -1,0 +1,44 @@
+import type pg from "pg";
+import { newId } from "../../../shared/ids.ts";
+import { seedLineage } from "../../integration/api/support.ts";
+
+export const XSS_PAYLOAD = { title: "<script>alert(1)</script>", note: `"quoted" & 'single'` };
+
+/**
+ * A completed run (setup steps then the agent, each with its time), a failed one (agent_timeout),
+ * and a trigger whose payload carries a script tag.
+ */
+export async function seedRuns(pool: pg.Pool) {
+  const done = await seedLineage(pool);
+  const failed = await seedLineage(pool, { failed: true });
+  const base = Date.now() - 60_000;
+  const at = (ms: number) => new Date(base + ms);
+  await pool.query("UPDATE svc.invocations SET started_at = $2, finished_at = $3 WHERE id = $1", [
+    done.invocation,
+    at(0),
+    at(42_000),
+  ]);
+  await pool.query("UPDATE svc.tasks SET seq = 3, started_at = $2, finished_at = $3 WHERE id = $1", [
+    done.task,
+    at(9_000),
+    at(41_500),
+  ]);
+  const steps: [string, number, number][] = [
+    ["npm ci", 0, 6_500],
+    ["npm test", 6_600, 8_800],
+  ];
+  for (const [index, [name, start, end]] of steps.entries()) {
+    await pool.query(
+      `INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status, exit_code, started_at, finished_at)
+       VALUES ($1, $2, 'setup', $3, $4, 'completed', 0, $5, $6)`,
+      [newId("task"), done.invocation, name, index + 1, at(start), at(end)],
+    );
+  }
+  const xss = newId("trigger");
+  await pool.query(
+    `INSERT INTO svc.triggers (id, kind, source, event_name, status, payload)
+     VALUES ($1, 'webhook', 'deploy-hook', 'deploy-hook', 'completed', $2)`,
+    [xss, JSON.stringify(XSS_PAYLOAD)],
+  );
+  return { done, failed, xss };
+}
