@@ -1,5 +1,6 @@
 import { ensureLaneQueue, transactionDb, wakeWorkers } from "../../../db/boss.ts";
 import { clearDrain, readDrain, setDrain } from "../../../db/daemon-state.ts";
+import { resumePipeline } from "./breakers.ts";
 import { listMigrations } from "../../../db/migrate.ts";
 import {
   countFailedSince,
@@ -25,7 +26,10 @@ export async function drainRoute(ctx: RouteContext): Promise<Reply> {
 }
 
 export async function resumeRoute(ctx: RouteContext): Promise<Reply> {
-  allowOnlyKeys(bodyObject(ctx.req), []);
+  const body = bodyObject(ctx.req);
+  allowOnlyKeys(body, ["pipeline"]);
+  // `{ pipeline }` closes that pipeline's circuit breaker early instead of undoing a drain
+  if (body.pipeline !== undefined) return resumePipeline(ctx, body.pipeline);
   const wasDrained = await clearDrain(ctx.deps.pool);
   ctx.deps.logger.info("daemon resumed", {
     event: "api.resume",

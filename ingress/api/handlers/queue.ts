@@ -6,6 +6,7 @@ import {
   type QueueJob,
   type QueueState,
 } from "../../../db/queue-jobs.ts";
+import { listOpenBreakers } from "../../../db/circuit-breakers.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
 import { parseSince, queryFlag, queryInt, queryString } from "../input.ts";
 
@@ -32,6 +33,12 @@ export async function queueStatusRoute(ctx: RouteContext): Promise<Reply> {
       failed: recentFailed,
     },
   };
+  // pipelines whose circuit breaker is open: their new invocations wait until `openUntil`
+  body.breakers = (await listOpenBreakers(ctx.deps.pool)).map((row) => ({
+    pipeline: row.pipeline,
+    openedAt: row.opened_at?.toISOString() ?? null,
+    openUntil: row.open_until?.toISOString() ?? null,
+  }));
   if (verbose) {
     const details = {} as Record<QueueState, QueueJob[]>;
     for (const state of QUEUE_STATES) {
