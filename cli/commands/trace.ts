@@ -20,6 +20,17 @@ interface TraceAnswer {
   })[];
   tasks: (Record<string, unknown> & { id: string; invocationId: string })[];
   artifacts: Record<string, { manifest: Record<string, unknown>[]; rendered: Record<string, string | null> }>;
+  /** published outputs (handler, status, URL of the posted object); absent from older daemons */
+  deliveries?: Delivery[];
+}
+interface Delivery {
+  invocationId: string;
+  key: string;
+  handler: string;
+  status: string;
+  url: string | null;
+  attempts: number;
+  lastError: string | null;
 }
 
 export interface TraceJson {
@@ -31,13 +42,14 @@ export interface TraceJson {
   })[];
   tasks: TraceAnswer["tasks"];
   artifacts: TraceAnswer["artifacts"];
+  deliveries: Delivery[];
 }
 
 export default class Trace extends Command {
   static override summary = "Show the lineage of a trigger, workload, invocation or task";
   static override description =
     "Asks the running daemon (GET /trace/:id at SVC_DAEMON_URL) for the tree around an id: trigger, workload, " +
-    "invocations with their diagnostics, tasks and artifacts. The id is a kind prefix (trg_, run_, inv_, tsk_) " +
+    "invocations with their diagnostics, tasks, artifacts and published outputs (handler, status, URL). The id is a kind prefix (trg_, run_, inv_, tsk_) " +
     "plus at least six characters; a unique prefix is resolved and `resolved <input> -> <full-id>` is written " +
     "to stderr. An ambiguous prefix lists the candidates and exits 1. Needs `triggers:read`.";
   static override examples = [
@@ -90,6 +102,7 @@ export default class Trace extends Command {
       })),
       tasks: answer.tasks,
       artifacts: answer.artifacts,
+      deliveries: answer.deliveries ?? [],
     };
     if (!this.jsonEnabled()) for (const line of renderTree(answer)) this.log(line);
     return json;
@@ -125,6 +138,12 @@ export function renderTree(answer: TraceAnswer): string[] {
       }
       for (const artifact of answer.artifacts[invocation.id]?.manifest ?? []) {
         lines.push(`${indent}    artifact ${artifact.name}  ${artifact.mediaType}  ${artifact.size} bytes`);
+      }
+      for (const delivery of (answer.deliveries ?? []).filter((row) => row.invocationId === invocation.id)) {
+        const where = delivery.url ?? (delivery.lastError ? `[${delivery.lastError}]` : "");
+        lines.push(
+          `${indent}    output ${delivery.key}  ${delivery.handler}  ${delivery.status}  ${where}`.trimEnd(),
+        );
       }
     }
   }

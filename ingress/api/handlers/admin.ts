@@ -1,6 +1,5 @@
 import { ensureLaneQueue, transactionDb, wakeWorkers } from "../../../db/boss.ts";
 import { clearDrain, readDrain, setDrain } from "../../../db/daemon-state.ts";
-import { resumePipeline } from "./breakers.ts";
 import { listMigrations } from "../../../db/migrate.ts";
 import {
   countFailedSince,
@@ -15,6 +14,7 @@ import { unknownScopes } from "../../../shared/scopes.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
 import { badRequest } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, parseSince } from "../input.ts";
+import { resumePipeline } from "./breakers.ts";
 
 /** Daemon lifecycle routes (`admin`): drain, resume, reconcile, purge and the doctor probes. */
 

@@ -1,3 +1,4 @@
+import { listOpenBreakers } from "../../../db/circuit-breakers.ts";
 import {
   countFailedSince,
   countQueueStates,
@@ -6,7 +7,6 @@ import {
   type QueueJob,
   type QueueState,
 } from "../../../db/queue-jobs.ts";
-import { listOpenBreakers } from "../../../db/circuit-breakers.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
 import { parseSince, queryFlag, queryInt, queryString } from "../input.ts";
 

@@ -74,9 +74,10 @@ export async function startFakeGitHub(options: {
     const login = token ? options.users[token] : undefined;
     if (!login) return send(res, 401, { message: "Bad credentials", documentation_url: DOCS, status: "401" });
     const user = { login, id: 42, type: "Bot" };
-    const match = /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)\/(comments|reviews|files)(?:\/(\d+)\/replies)?$/.exec(
-      url.pathname,
-    );
+    const match =
+      /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)\/(comments|reviews|files)(?:\/(\d+)\/replies)?$/.exec(
+        url.pathname,
+      );
     if (!match) return send(res, 404, { message: "Not Found", documentation_url: DOCS, status: "404" });
     const [, owner, repo, kind, number, what, replyTo] = match;
     const thread = `${owner}/${repo}#${number}`;
@@ -107,7 +108,10 @@ export async function startFakeGitHub(options: {
       if (req.method === "GET") return send(res, 200, paged(list(state.comments, thread)));
       const text = (body as { body?: unknown })?.body;
       if (req.method !== "POST" || typeof text !== "string" || text === "")
-        return send(res, 422, { message: "Validation Failed", errors: [{ field: "body", code: "missing_field" }] });
+        return send(res, 422, {
+          message: "Validation Failed",
+          errors: [{ field: "body", code: "missing_field" }],
+        });
       const ids = stamp();
       const posted: Posted = {
         ...ids,
@@ -131,8 +135,14 @@ export async function startFakeGitHub(options: {
         body?: unknown;
         comments?: { path: string; line: number; side?: string; body: string }[];
       };
-      if (!["COMMENT", "APPROVE", "REQUEST_CHANGES"].includes(String(review?.event)) || typeof review.body !== "string")
-        return send(res, 422, { message: "Validation Failed", errors: [{ field: "event", code: "invalid" }] });
+      if (
+        !["COMMENT", "APPROVE", "REQUEST_CHANGES"].includes(String(review?.event)) ||
+        typeof review.body !== "string"
+      )
+        return send(res, 422, {
+          message: "Validation Failed",
+          errors: [{ field: "event", code: "invalid" }],
+        });
       const files = state.files.get(thread) ?? [];
       for (const comment of review.comments ?? []) {
         const file = files.find((entry) => entry.filename === comment.path);
@@ -151,7 +161,12 @@ export async function startFakeGitHub(options: {
         ...ids,
         body: review.body,
         user,
-        state: review.event === "APPROVE" ? "APPROVED" : review.event === "REQUEST_CHANGES" ? "CHANGES_REQUESTED" : "COMMENTED",
+        state:
+          review.event === "APPROVE"
+            ? "APPROVED"
+            : review.event === "REQUEST_CHANGES"
+              ? "CHANGES_REQUESTED"
+              : "COMMENTED",
         commit_id: review.commit_id,
         comments: review.comments ?? [],
         html_url: `https://github.test/${owner}/${repo}/pull/${number}#pullrequestreview-${ids.id}`,

@@ -49,13 +49,15 @@ export async function startFakeSlack(options: { tokens: string[]; channels: stri
       calls.push({ method, authorization: req.headers.authorization });
       const args = await readArgs(req);
       const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
-      if (req.method !== "POST") return reply(res, { ok: false, error: "method_not_supported_for_channel_type" });
+      if (req.method !== "POST")
+        return reply(res, { ok: false, error: "method_not_supported_for_channel_type" });
       if (!options.tokens.includes(token)) return reply(res, { ok: false, error: "invalid_auth" });
       const channel = String(args.channel ?? "");
       if (!options.channels.includes(channel)) return reply(res, { ok: false, error: "channel_not_found" });
       switch (method) {
         case "chat.postMessage": {
-          if (typeof args.text !== "string" || args.text === "") return reply(res, { ok: false, error: "no_text" });
+          if (typeof args.text !== "string" || args.text === "")
+            return reply(res, { ok: false, error: "no_text" });
           const ts = `${clock++}.000100`;
           const message: SlackMessage = {
             channel,

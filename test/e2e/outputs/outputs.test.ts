@@ -6,7 +6,13 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
-import { postWebhook, type RoleProcess, startIngress, startWorkerProcess, writeConfigDir } from "../worker/processes.ts";
+import {
+  postWebhook,
+  type RoleProcess,
+  startIngress,
+  startWorkerProcess,
+  writeConfigDir,
+} from "../worker/processes.ts";
 import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
 import { type FakeSlack, startFakeSlack } from "./fake-slack.ts";
 
@@ -20,7 +26,12 @@ const SECRETS = [HOOK_TOKEN, GITHUB_SECRET, CODEHOST_TOKEN, REVIEWER_TOKEN, CHAT
 
 const PR_PAYLOAD = JSON.parse(
   await readFile(join(ROOT, "ingress/webhooks/codehost/fixtures/pull_request/opened.payload.json"), "utf8"),
-) as { number: number; repository: { full_name: string }; pull_request: { head: { sha: string } }; sender: { login: string } };
+) as {
+  number: number;
+  repository: { full_name: string };
+  pull_request: { head: { sha: string } };
+  sender: { login: string };
+};
 const THREAD = `${PR_PAYLOAD.repository.full_name}#${PR_PAYLOAD.number}`;
 
 const REVIEW = {
@@ -185,12 +196,22 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
       {
         filename: "src/app.js",
         status: "modified",
-        patch: "@@ -8,4 +8,5 @@ export function main() {\n const a = 1;\n-const b = 2;\n+const b = 3;\n+const c = b();\n return a;\n }",
+        patch:
+          "@@ -8,4 +8,5 @@ export function main() {\n const a = 1;\n-const b = 2;\n+const b = 3;\n+const c = b();\n return a;\n }",
       },
-      { filename: "README.md", status: "modified", patch: "@@ -1,2 +1,2 @@\n-# Hello\n+# Hello World\n text" },
+      {
+        filename: "README.md",
+        status: "modified",
+        patch: "@@ -1,2 +1,2 @@\n-# Hello\n+# Hello World\n text",
+      },
     ]);
     slack = await startFakeSlack({ tokens: [CHAT_TOKEN], channels: ["C0RELEASE", "C0ALERTS"] });
-    dir = await writeConfigDir(files(github, slack), ["bin/review", "bin/comment", "bin/forbidden", "bin/announce"]);
+    dir = await writeConfigDir(files(github, slack), [
+      "bin/review",
+      "bin/comment",
+      "bin/forbidden",
+      "bin/announce",
+    ]);
     const env = {
       SVC_CONFIG_DIR: dir,
       SVC_DATABASE_URL: database.url,
@@ -253,13 +274,22 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
     const posts = github.requests.filter((r) => r.method === "POST" && r.path.endsWith("/reviews"));
     expect(posts).toHaveLength(1);
     expect(posts[0]!.authorization).toBe(`token ${REVIEWER_TOKEN}`);
-    expect(posts[0]!.path).toBe(`/repos/${PR_PAYLOAD.repository.full_name}/pulls/${PR_PAYLOAD.number}/reviews`);
+    expect(posts[0]!.path).toBe(
+      `/repos/${PR_PAYLOAD.repository.full_name}/pulls/${PR_PAYLOAD.number}/reviews`,
+    );
     expect(posts[0]!.body).toMatchObject({
       commit_id: PR_PAYLOAD.pull_request.head.sha,
       event: "REQUEST_CHANGES",
       comments: [
         { path: "src/app.js", line: 11, side: "RIGHT", body: "this call can throw" },
-        { path: "src/app.js", line: 10, side: "RIGHT", start_line: 9, start_side: "RIGHT", body: "rename these" },
+        {
+          path: "src/app.js",
+          line: 10,
+          side: "RIGHT",
+          start_line: 9,
+          start_side: "RIGHT",
+          body: "rename these",
+        },
       ],
     });
     const { invocations } = await lineage(pool, id);
@@ -272,13 +302,22 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
     const filesRead = github.requests.filter((r) => r.path.endsWith("/files"));
     expect(filesRead.map((r) => r.authorization)).toEqual([`token ${REVIEWER_TOKEN}`]);
     expect(await deliveries(id)).toMatchObject([
-      { output_key: "review", handler: "codehost.review", status: "sent", attempts: 1, remote_url: review!.html_url },
+      {
+        output_key: "review",
+        handler: "codehost.review",
+        status: "sent",
+        attempts: 1,
+        remote_url: review!.html_url,
+      },
     ]);
   });
 
   it("the pipeline's own identity opening a pull request is not reviewed", async () => {
     const before = github.reviews.get(THREAD)?.length ?? 0;
-    const id = await postPullRequest({ ...PR_PAYLOAD, sender: { ...PR_PAYLOAD.sender, login: "svc-reviewer" } });
+    const id = await postPullRequest({
+      ...PR_PAYLOAD,
+      sender: { ...PR_PAYLOAD.sender, login: "svc-reviewer" },
+    });
     expect((await waitForTrigger(pool, id)).status).toBe("completed");
     expect(github.reviews.get(THREAD)?.length ?? 0).toBe(before);
     const { tasks } = await lineage(pool, id);
@@ -288,7 +327,10 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
   it("a 502 answered after the host stored the comment → exactly one comment (the marker is found before retrying)", async () => {
     github.loseAnswerOnce(`/issues/${PR_PAYLOAD.number}/comments`);
     const before = github.comments.get(THREAD)?.length ?? 0;
-    const payload = { repository: { full_name: PR_PAYLOAD.repository.full_name }, issue: { number: PR_PAYLOAD.number } };
+    const payload = {
+      repository: { full_name: PR_PAYLOAD.repository.full_name },
+      issue: { number: PR_PAYLOAD.number },
+    };
     const id = await postWebhook(url, "comment-hook", HOOK_TOKEN, payload);
     const trigger = await waitForTrigger(pool, id);
     expect(trigger.status).toBe("completed");
@@ -317,7 +359,11 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
         {
           code: "output_failed",
           field: "comment",
-          metadata: { handler: "codehost.comment", status: "403", hostMessage: "Resource not accessible by integration" },
+          metadata: {
+            handler: "codehost.comment",
+            status: "403",
+            hostMessage: "Resource not accessible by integration",
+          },
         },
       ],
     });
@@ -340,7 +386,9 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
     expect(messages).toHaveLength(1);
     const [message] = messages;
     expect(message!.token).toBe(CHAT_TOKEN);
-    expect(message!.text).toBe(`Release 2.0 is out, thanks <@U0DANA> and @stranger\n_announce 2.0.0 · ${id}_`);
+    expect(message!.text).toBe(
+      `Release 2.0 is out, thanks <@U0DANA> and @stranger\n_announce 2.0.0 · ${id}_`,
+    );
     expect(message!.blocks).toEqual([
       { type: "section", text: { type: "mrkdwn", text: "*Release 2.0* by <@U0DANA>" } },
       { type: "context", elements: [{ type: "mrkdwn", text: `announce 2.0.0 · ${id}` }] },
@@ -351,7 +399,12 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
       event_payload: { invocation: invocations[0].id, key: "announcement" },
     });
     expect(await deliveries(id)).toMatchObject([
-      { output_key: "announcement", handler: "chat.message", status: "sent", remote_url: expect.stringContaining("C0RELEASE") },
+      {
+        output_key: "announcement",
+        handler: "chat.message",
+        status: "sent",
+        remote_url: expect.stringContaining("C0RELEASE"),
+      },
     ]);
   });
 
