@@ -1,3 +1,4 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax, quoted in messages
 import { checkKeys, duration, int, mapping, quote, str, type YamlMap } from "./read.ts";
 import { secretSource } from "./secrets.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
