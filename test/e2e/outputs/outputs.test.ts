@@ -63,6 +63,7 @@ function files(github: FakeGitHub, slack: FakeSlack): Record<string, string> {
     forbidden-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
     announce-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
     flaky-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
+    missing-channel-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
 targets:
   review-agent: { runtime: command, command: ["./bin/review"], timeout: 30s }
   comment-agent: { runtime: command, command: ["./bin/comment"], timeout: 30s }
@@ -165,6 +166,20 @@ outputs:
   announcement:
     handler: chat.message
     config: { bot: releasebot, channel: C0RELEASE }
+`),
+    "pipelines/misdirected.yaml": pipelineFile(`trigger:
+  webhook: [missing-channel-hook]
+targets: [announce-agent]
+instructions: Announce it where nobody listens.
+result:
+  schema:
+    type: object
+    properties:
+      announcement: { $ref: svc://schemas/chat/message/v1 }
+outputs:
+  announcement:
+    handler: chat.message
+    config: { bot: releasebot, channel: C0MISSING }
 `),
     "pipelines/flaky.yaml": pipelineFile(`trigger:
   webhook: [flaky-hook]
@@ -310,6 +325,18 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
         remote_url: review!.html_url,
       },
     ]);
+    const trace = (await (await fetch(`${url}/trace/${id}`)).json()) as { deliveries: unknown[] };
+    expect(trace.deliveries).toEqual([
+      {
+        invocationId: invocation,
+        key: "review",
+        handler: "codehost.review",
+        status: "sent",
+        url: review!.html_url,
+        attempts: 1,
+        lastError: null,
+      },
+    ]);
   });
 
   it("the pipeline's own identity opening a pull request is not reviewed", async () => {
@@ -406,6 +433,21 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
         remote_url: expect.stringContaining("C0RELEASE"),
       },
     ]);
+  });
+
+  it("Slack's ok: false (channel_not_found) is final: output_failed with the chat API's error", async () => {
+    const id = await postWebhook(url, "missing-channel-hook", HOOK_TOKEN, {});
+    const trigger = await waitForTrigger(pool, id);
+    expect(trigger).toMatchObject({ status: "error", diagnostic: { code: "output_failed" } });
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].diagnostic.details).toMatchObject([
+      {
+        field: "announcement",
+        metadata: { handler: "chat.message", status: "channel_not_found", attempts: 1 },
+      },
+    ]);
+    const posts = slack.calls.filter((c) => c.method === "chat.postMessage");
+    expect(posts.every((c) => c.authorization === `Bearer ${CHAT_TOKEN}`)).toBe(true);
   });
 
   it("five failing invocations open the breaker: one escalation, the sixth waits, resume releases it", async () => {
