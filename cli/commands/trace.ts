@@ -39,10 +39,10 @@ export interface TraceJson {
   invocations: (TraceAnswer["invocations"][number] & {
     diagnostic_code: string | null;
     diagnostic_message: string | null;
+    deliveries: Delivery[];
   })[];
   tasks: TraceAnswer["tasks"];
   artifacts: TraceAnswer["artifacts"];
-  deliveries: Delivery[];
 }
 
 export default class Trace extends Command {
@@ -99,10 +99,11 @@ export default class Trace extends Command {
         ...invocation,
         diagnostic_code: invocation.diagnostic?.code ?? null,
         diagnostic_message: invocation.diagnostic?.message ?? null,
+        // the contract fixes the top-level keys: an invocation's published outputs travel with it
+        deliveries: (answer.deliveries ?? []).filter((row) => row.invocationId === invocation.id),
       })),
       tasks: answer.tasks,
       artifacts: answer.artifacts,
-      deliveries: answer.deliveries ?? [],
     };
     if (!this.jsonEnabled()) for (const line of renderTree(answer)) this.log(line);
     return json;
