@@ -24,6 +24,7 @@ import type { Knowledge } from "../shared/knowledge/service.ts";
 import type { Logger } from "../shared/logger.ts";
 import type { InvocationJob } from "../shared/queues.ts";
 import { recordFileArtifact, recordSurface } from "./artifacts.ts";
+import { recordRunEnd } from "./circuit-breaker.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type ResolvedEvent, resolveEvent, runIdentity } from "./dispatch.ts";
@@ -31,6 +32,8 @@ import type { HeadStart } from "./head-start.ts";
 import { prepareRunKnowledge } from "./knowledge-run.ts";
 import { laneFor, targetUsable } from "./lanes.ts";
 import { recordInvocationEnd } from "./metrics.ts";
+import { runGate } from "./outputs/gate.ts";
+import { publishOutputs } from "./outputs/publish.ts";
 import { type ProcessSpec, runProcessTree } from "./process-tree.ts";
 import { assemblePrompt, promptText } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
@@ -264,6 +267,8 @@ export async function runClaimedInvocation(
     end.kind === "failed" ? end.diagnostic.code : undefined,
     logger,
   );
+  // outputs (issue 12): consecutive failures open the pipeline's circuit breaker
+  if (pipeline) await recordRunEnd(deps, workload.pipeline, outcome.kind);
 }
 
 const CANCELLED = diagnostic(
@@ -330,6 +335,10 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
           payload: {},
           context: { repo: "", sha: "", branch: "" },
         };
+  // outputs (issue 12): an open circuit breaker holds the run; the pipeline's own events are not answered
+  const gate = await runGate(deps, pipeline, invocationId, event);
+  if (gate === "wait") return { kind: "released", credentials: true };
+  if (gate === "own_event") return { kind: "completed", result: null };
   const { repo, sha, branch } = event.context;
   let seq = 0;
   const { headStart } = input;
@@ -532,6 +541,18 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
       recorded,
       finishTask(pool, checkId, { status: pipeline.result ? "completed" : "skipped" }),
     ]);
+    // outputs (issue 12): publish the validated result, exactly once per output key
+    const unpublished = await publishOutputs(deps, {
+      invocationId,
+      triggerId: input.workload.trigger_id,
+      pipeline,
+      result,
+      event,
+    });
+    if (unpublished) {
+      await recordSurface(pool, invocationId, paths.surfaceDir);
+      return { kind: "failed", diagnostic: { ...unpublished, target: ranOn } };
+    }
   }
   await recordSurface(pool, invocationId, paths.surfaceDir);
   return { kind: "completed", result };

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
-import { HANDLER_SCHEMAS } from "./result-schemas.ts";
+import { HANDLER_SCHEMAS } from "../shared/output-schemas.ts";
 
 const ajv = new Ajv({ allErrors: false, strict: false });
 for (const schema of HANDLER_SCHEMAS) ajv.addSchema(schema);

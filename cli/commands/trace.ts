@@ -20,6 +20,17 @@ interface TraceAnswer {
   })[];
   tasks: (Record<string, unknown> & { id: string; invocationId: string })[];
   artifacts: Record<string, { manifest: Record<string, unknown>[]; rendered: Record<string, string | null> }>;
+  /** published outputs (handler, status, URL of the posted object); absent from older daemons */
+  deliveries?: Delivery[];
+}
+interface Delivery {
+  invocationId: string;
+  key: string;
+  handler: string;
+  status: string;
+  url: string | null;
+  attempts: number;
+  lastError: string | null;
 }
 
 export interface TraceJson {
@@ -28,6 +39,7 @@ export interface TraceJson {
   invocations: (TraceAnswer["invocations"][number] & {
     diagnostic_code: string | null;
     diagnostic_message: string | null;
+    deliveries: Delivery[];
   })[];
   tasks: TraceAnswer["tasks"];
   artifacts: TraceAnswer["artifacts"];
@@ -37,7 +49,7 @@ export default class Trace extends Command {
   static override summary = "Show the lineage of a trigger, workload, invocation or task";
   static override description =
     "Asks the running daemon (GET /trace/:id at SVC_DAEMON_URL) for the tree around an id: trigger, workload, " +
-    "invocations with their diagnostics, tasks and artifacts. The id is a kind prefix (trg_, run_, inv_, tsk_) " +
+    "invocations with their diagnostics, tasks, artifacts and published outputs (handler, status, URL). The id is a kind prefix (trg_, run_, inv_, tsk_) " +
     "plus at least six characters; a unique prefix is resolved and `resolved <input> -> <full-id>` is written " +
     "to stderr. An ambiguous prefix lists the candidates and exits 1. Needs `triggers:read`.";
   static override examples = [
@@ -87,6 +99,8 @@ export default class Trace extends Command {
         ...invocation,
         diagnostic_code: invocation.diagnostic?.code ?? null,
         diagnostic_message: invocation.diagnostic?.message ?? null,
+        // the contract fixes the top-level keys: an invocation's published outputs travel with it
+        deliveries: (answer.deliveries ?? []).filter((row) => row.invocationId === invocation.id),
       })),
       tasks: answer.tasks,
       artifacts: answer.artifacts,
@@ -125,6 +139,12 @@ export function renderTree(answer: TraceAnswer): string[] {
       }
       for (const artifact of answer.artifacts[invocation.id]?.manifest ?? []) {
         lines.push(`${indent}    artifact ${artifact.name}  ${artifact.mediaType}  ${artifact.size} bytes`);
+      }
+      for (const delivery of (answer.deliveries ?? []).filter((row) => row.invocationId === invocation.id)) {
+        const where = delivery.url ?? (delivery.lastError ? `[${delivery.lastError}]` : "");
+        lines.push(
+          `${indent}    output ${delivery.key}  ${delivery.handler}  ${delivery.status}  ${where}`.trimEnd(),
+        );
       }
     }
   }

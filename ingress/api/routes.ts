@@ -235,7 +235,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     path: "/queue/status",
     scope: "admin",
     summary:
-      "active, waiting, delayed, failed counts; verbose=1 adds details.<state> jobs (since, limit, offset)",
+      "active, waiting, delayed, failed counts, open circuit breakers; verbose=1 adds details.<state> jobs (since, limit, offset)",
     handler: queueStatusRoute,
     query: {
       verbose: "1 adds details.<state> jobs",
@@ -252,7 +252,13 @@ export const API_ROUTES: readonly RouteSpec[] = [
     summary: "stop workers claiming new work",
     handler: drainRoute,
   },
-  { method: "POST", path: "/admin/resume", scope: "admin", summary: "undo a drain", handler: resumeRoute },
+  {
+    method: "POST",
+    path: "/admin/resume",
+    scope: "admin",
+    summary: "undo a drain; `{ pipeline }` closes that pipeline's open circuit breaker instead",
+    handler: resumeRoute,
+  },
   {
     method: "POST",
     path: "/admin/reconcile",

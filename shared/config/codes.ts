@@ -27,7 +27,9 @@ export const CONFIG_CODES = {
   unknown_skill: "a skill name has no `skills/<name>/SKILL.md`",
   unknown_bot: "a chat bot name is not in `channels.chat.bots`",
   unknown_handler: "an output handler id is not a known handler",
-  unknown_principal: "a `principal` names no binding of `principals`",
+  unknown_principal:
+    "a `principal` names no binding of `principals`, or a `codehost.principal.<id>` binding names no entry of `codehost.principals`",
+  codehost_identity_missing: "a code-host output handler is used with no `codehost` identity to post as",
   principal_required: "a skill requiring a principal runs directly without that binding",
   unknown_policy_reference: DIAGNOSTIC_CODES.unknown_policy_reference,
   version_missing: "a pipeline has no version and none to inherit",

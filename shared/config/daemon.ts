@@ -2,6 +2,7 @@ import { unknownScopes } from "../scopes.ts";
 import { readKnowledgeSettings } from "./knowledge.ts";
 import { readMetrics, readWorkerMetricsPort } from "./metrics.ts";
 import { isLoopbackHost } from "./network.ts";
+import { readBreakerLimits, readChatApiUrl, readCodehost } from "./outputs.ts";
 import {
   bool,
   checkKeys,
@@ -60,6 +61,7 @@ const TOP_LEVEL = [
   "ask",
   "knowledge",
   "repos",
+  "codehost",
   "channels",
   "queue",
   "host_tools",
@@ -149,6 +151,7 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
     ask,
     knowledge,
     repos: readRepos(f, root),
+    ...withCodehost(readCodehost(f, root)),
     channels: readChannels(f, root),
     queue: readQueue(f, root),
     hostTools: readHostTools(f, root),
@@ -340,11 +343,15 @@ function readRepos(f: ConfigFile, root: YamlMap): DaemonSettings["repos"] {
   return repos;
 }
 
+function withCodehost(codehost: DaemonSettings["codehost"]): Pick<DaemonSettings, "codehost"> {
+  return codehost ? { codehost } : {};
+}
+
 function readChannels(f: ConfigFile, root: YamlMap): DaemonSettings["channels"] {
   const channels = child(f, root, "channels", []) ?? {};
   checkKeys(f, channels, ["channels"], ["chat"]);
   const chat = child(f, channels, "chat", ["channels"]) ?? {};
-  checkKeys(f, chat, ["channels", "chat"], ["bots"]);
+  checkKeys(f, chat, ["channels", "chat"], ["bots", "api_url"]);
   const bots: Record<string, { token: SecretSource }> = {};
   for (const [name, raw] of entries(f, chat, "bots", ["channels", "chat"])) {
     const path = ["channels", "chat", "bots", name];
@@ -356,7 +363,7 @@ function readChannels(f: ConfigFile, root: YamlMap): DaemonSettings["channels"] 
     });
     if (token) bots[name] = { token };
   }
-  return { chat: { bots } };
+  return { chat: { apiUrl: readChatApiUrl(f, chat), bots } };
 }
 
 function readQueue(f: ConfigFile, root: YamlMap): DaemonSettings["queue"] {
@@ -364,22 +371,24 @@ function readQueue(f: ConfigFile, root: YamlMap): DaemonSettings["queue"] {
   checkKeys(f, queue, ["queue"], ["circuit_breaker"]);
   const breaker = child(f, queue, "circuit_breaker", ["queue"]);
   if (!breaker) return {};
-  checkKeys(f, breaker, ["queue", "circuit_breaker"], ["escalate"]);
+  checkKeys(f, breaker, ["queue", "circuit_breaker"], ["escalate", "failures", "cooldown"]);
+  const limits = readBreakerLimits(f, breaker);
   const escalate = child(f, breaker, "escalate", ["queue", "circuit_breaker"]);
-  if (!escalate) return { circuitBreaker: {} };
+  if (!escalate) return { circuitBreaker: { ...limits } };
   const path = ["queue", "circuit_breaker", "escalate"];
   checkKeys(f, escalate, path, ["chat"]);
-  if (escalate.chat === undefined || escalate.chat === null) return { circuitBreaker: { escalate: {} } };
+  if (escalate.chat === undefined || escalate.chat === null)
+    return { circuitBreaker: { ...limits, escalate: {} } };
   if (!isMapping(escalate.chat)) {
     f.report(
       [...path, "chat"],
       "invalid_type",
       '"queue.circuit_breaker.escalate.chat" must be an object { bot, channel } - a bare channel name is refused; write chat: { bot: <name from channels.chat.bots>, channel: <channel id> }',
     );
-    return { circuitBreaker: { escalate: {} } };
+    return { circuitBreaker: { ...limits, escalate: {} } };
   }
   const chatTarget = readChatTarget(f, escalate.chat, [...path, "chat"], declaredNames(root).bots);
-  return { circuitBreaker: { escalate: chatTarget ? { chat: chatTarget } : {} } };
+  return { circuitBreaker: { ...limits, escalate: chatTarget ? { chat: chatTarget } : {} } };
 }
 
 /** `{ bot, channel }` with `bot` an entry of `channels.chat.bots`; shared with the chat output handler. */

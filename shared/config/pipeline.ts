@@ -5,6 +5,7 @@ import {
   readChatTarget,
   readStringMap,
 } from "./daemon.ts";
+import { checkPublishingIdentities } from "./outputs.ts";
 import { bool, checkKeys, isMapping, mapping, oneOf, quote, str, strList, type YamlMap } from "./read.ts";
 import { REMOVED_VALUES, reportRemovedKeys } from "./removed-keys.ts";
 import { readSchedules } from "./schedule.ts";
@@ -541,6 +542,8 @@ export function resolvePipeline(
       }
     }
   }
+  if (ctx.daemonKnown)
+    checkPublishingIdentities(f, draft, daemon.codehost, (handler) => OUTPUT_HANDLERS[handler]?.family);
   checkOutputsAgainstSchema(f, draft);
 
   if (f.errorCount > before || version === undefined) return undefined;

@@ -167,6 +167,15 @@ export interface HostTool {
   env: Record<string, string>;
 }
 
+/** `codehost` in daemon.yaml: the API outputs are posted to and the identities posting. */
+export interface CodehostConfig {
+  apiUrl: string;
+  /** the default identity, used when a pipeline binds no code-host principal */
+  token?: SecretSource;
+  /** `codehost.principals.<id>`, referenced by pipelines as `codehost.principal.<id>` */
+  principals: Record<string, { token: SecretSource }>;
+}
+
 export interface ConfigSnapshot {
   /** absolute path of the configuration directory */
   dir: string;
@@ -190,8 +199,16 @@ export interface ConfigSnapshot {
     };
   };
   repos: Record<string, { cloneUrl: string }>;
-  channels: { chat: { bots: Record<string, { token: SecretSource }> } };
-  queue: { circuitBreaker?: { escalate?: { chat?: { bot: string; channel: string } } } };
+  /** the code host outputs are posted to; absent when daemon.yaml has no `codehost` */
+  codehost?: CodehostConfig;
+  channels: { chat: { apiUrl?: string; bots: Record<string, { token: SecretSource }> } };
+  queue: {
+    circuitBreaker?: {
+      failures?: number;
+      cooldownMs?: number;
+      escalate?: { chat?: { bot: string; channel: string } };
+    };
+  };
   hostTools: Record<string, HostTool>;
   auth: { tokens: Record<string, ApiTokenConfig>; broker?: BrokerConfig } | null;
   worker: { concurrency: number; graceMs: number; metricsPort?: number };

@@ -16,13 +16,16 @@ interface QueueAnswer {
   counts: { active: number; waiting: number; delayed: number; failed: number };
   recent: { since: string; hours: number; failed: number };
   details?: Record<"active" | "waiting" | "delayed" | "failed", QueueJob[]>;
+  /** pipelines whose circuit breaker is open (absent from older daemons) */
+  breakers?: { pipeline: string; openedAt: string | null; openUntil: string | null }[];
 }
 
 export default class QueueStatus extends Command {
   static override summary = "Show the work queue: active, waiting and delayed jobs";
   static override description =
     "Prints the active, waiting and delayed job counts (GET /queue/status). Whenever jobs have failed it adds " +
-    "`failed: <recent> in the last <N>h, <total> on the queue`. --verbose lists the failed history, filtered " +
+    "`failed: <recent> in the last <N>h, <total> on the queue`, and one `breaker open:` line per pipeline whose " +
+    "circuit breaker is open. --verbose lists the failed history, filtered " +
     "by --since (default 24h), --limit and --offset. Needs `admin`.";
   static override examples = [
     "<%= config.bin %> queue status",
@@ -61,6 +64,11 @@ export default class QueueStatus extends Command {
       this.log(`delayed: ${counts.delayed}`);
       if (counts.failed > 0 || recent.failed > 0) {
         this.log(`failed: ${recent.failed} in the last ${recent.hours}h, ${counts.failed} on the queue`);
+      }
+      for (const breaker of answer.breakers ?? []) {
+        this.log(
+          `breaker open: ${breaker.pipeline} until ${breaker.openUntil} (new invocations wait; svc queue resume ${breaker.pipeline})`,
+        );
       }
       if (flags.verbose) {
         const failed = answer.details?.failed ?? [];

@@ -14,6 +14,7 @@ import { unknownScopes } from "../../../shared/scopes.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
 import { badRequest } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, parseSince } from "../input.ts";
+import { resumePipeline } from "./breakers.ts";
 
 /** Daemon lifecycle routes (`admin`): drain, resume, reconcile, purge and the doctor probes. */
 
@@ -25,7 +26,10 @@ export async function drainRoute(ctx: RouteContext): Promise<Reply> {
 }
 
 export async function resumeRoute(ctx: RouteContext): Promise<Reply> {
-  allowOnlyKeys(bodyObject(ctx.req), []);
+  const body = bodyObject(ctx.req);
+  allowOnlyKeys(body, ["pipeline"]);
+  // `{ pipeline }` closes that pipeline's circuit breaker early instead of undoing a drain
+  if (body.pipeline !== undefined) return resumePipeline(ctx, body.pipeline);
   const wasDrained = await clearDrain(ctx.deps.pool);
   ctx.deps.logger.info("daemon resumed", {
     event: "api.resume",

@@ -1,3 +1,4 @@
+import { listOpenBreakers } from "../../../db/circuit-breakers.ts";
 import {
   countFailedSince,
   countQueueStates,
@@ -32,6 +33,12 @@ export async function queueStatusRoute(ctx: RouteContext): Promise<Reply> {
       failed: recentFailed,
     },
   };
+  // pipelines whose circuit breaker is open: their new invocations wait until `openUntil`
+  body.breakers = (await listOpenBreakers(ctx.deps.pool)).map((row) => ({
+    pipeline: row.pipeline,
+    openedAt: row.opened_at?.toISOString() ?? null,
+    openUntil: row.open_until?.toISOString() ?? null,
+  }));
   if (verbose) {
     const details = {} as Record<QueueState, QueueJob[]>;
     for (const state of QUEUE_STATES) {

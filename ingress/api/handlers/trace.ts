@@ -1,4 +1,5 @@
 import { findIdsByPrefix, type LineageArtifact, readLineage } from "../../../db/lineage.ts";
+import { listDeliveries } from "../../../db/output-deliveries.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
 import { ApiError, badRequest, notFound } from "../errors.ts";
 import { pathParam } from "../input.ts";
@@ -52,5 +53,20 @@ export async function traceRoute(ctx: RouteContext): Promise<Reply> {
     invocations: lineage.invocations,
     tasks: lineage.tasks,
     artifacts,
+    // outputs (issue 12): what each invocation published, and where
+    deliveries: (
+      await listDeliveries(
+        ctx.deps.pool,
+        lineage.invocations.map((row) => row.id),
+      )
+    ).map((row) => ({
+      invocationId: row.invocation_id,
+      key: row.output_key,
+      handler: row.handler,
+      status: row.status,
+      url: row.remote_url,
+      attempts: row.attempts,
+      lastError: row.last_error,
+    })),
   });
 }

@@ -46,6 +46,9 @@ targets:
 ${extra.targets ?? ""}
 ask:
   targets: [local]
+codehost:
+  api_url: http://127.0.0.1:9/unreachable
+  token: e2e-codehost-token-unused
 worker:
   concurrency: 2
   grace_period: 5s

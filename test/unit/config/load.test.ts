@@ -229,7 +229,7 @@ describe("rules that depend on the environment", () => {
     const result = await loadConfig({ dir, env: REFERENCE_ENV });
     expect(result.ok).toBe(true);
     expect(result.problems).toMatchObject([
-      { code: "unknown_scope", severity: "warning", path: "auth.tokens.ci.scopes[0]", line: 71 },
+      { code: "unknown_scope", severity: "warning", path: "auth.tokens.ci.scopes[0]", line: 81 },
     ]);
   });
 

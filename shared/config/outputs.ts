@@ -1,0 +1,140 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax, quoted in messages
+import { checkKeys, duration, int, mapping, quote, str, type YamlMap } from "./read.ts";
+import { secretSource } from "./secrets.ts";
+import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
+import type { CodehostConfig, OutputBinding, SecretSource } from "./types.ts";
+
+/**
+ * Readers for what publishing needs from daemon.yaml (`codehost`, `channels.chat.api_url`,
+ * `queue.circuit_breaker` limits) and the checks tying a pipeline's outputs to those identities.
+ */
+
+export const DEFAULT_CODEHOST_API_URL = "https://api.github.com";
+export const DEFAULT_CHAT_API_URL = "https://slack.com/api/";
+export const DEFAULT_BREAKER_FAILURES = 5;
+export const DEFAULT_BREAKER_COOLDOWN_MS = 15 * 60_000;
+
+const PRINCIPAL_KEY = /^[A-Za-z0-9_.:-]+$/;
+
+function httpUrl(f: ConfigFile, obj: YamlMap, path: KeyPath, example: string): string | undefined {
+  const value = str(f, obj, "api_url", path);
+  if (value === undefined) return undefined;
+  try {
+    const url = new URL(value);
+    if (url.protocol === "http:" || url.protocol === "https:") return value;
+  } catch {
+    // reported below, like a URL of another scheme
+  }
+  f.report(
+    [...path, "api_url"],
+    "invalid_value",
+    `"${formatPath([...path, "api_url"])}" must be an http(s) URL, e.g. ${example} (got ${quote(value)})`,
+  );
+  return undefined;
+}
+
+/** `codehost: { api_url, token | token_ref, principals: { <id>: { token | token_ref } } }` */
+export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | undefined {
+  if (root.codehost === undefined || root.codehost === null) return undefined;
+  const raw = mapping(f, root.codehost, ["codehost"], " with api_url, token and principals");
+  if (!raw) return undefined;
+  checkKeys(f, raw, ["codehost"], ["api_url", "token", "token_ref", "principals"]);
+  const apiUrl =
+    httpUrl(f, raw, ["codehost"], "https://api.github.com or https://ghe.example.com/api/v3") ??
+    DEFAULT_CODEHOST_API_URL;
+  const hasToken = raw.token != null || raw.token_ref != null;
+  const token = hasToken
+    ? secretSource(f, raw, ["codehost"], {
+        secretKey: "token",
+        refKey: "token_ref",
+        expectedRef: "codehost/default",
+      })
+    : undefined;
+  const principals: Record<string, { token: SecretSource }> = {};
+  const list =
+    raw.principals == null
+      ? {}
+      : (mapping(
+          f,
+          raw.principals,
+          ["codehost", "principals"],
+          ' of principal id to { token }, e.g. "42": { token: ${ENV} }',
+        ) ?? {});
+  for (const [id, entry] of Object.entries(list)) {
+    const path = ["codehost", "principals", id];
+    if (!PRINCIPAL_KEY.test(id)) {
+      f.report(
+        path,
+        "invalid_value",
+        `principal id ${quote(id)} may use only letters, digits, ".", "_", ":" and "-"`,
+      );
+      continue;
+    }
+    const spec = mapping(f, entry, path, " such as { token: ${REVIEWER_BOT_TOKEN} }");
+    if (!spec) continue;
+    checkKeys(f, spec, path, ["token", "token_ref"]);
+    const secret = secretSource(f, spec, path, {
+      secretKey: "token",
+      refKey: "token_ref",
+      expectedRef: `codehost/principal/${id}`,
+    });
+    if (secret) principals[id] = { token: secret };
+  }
+  return { apiUrl, ...(token ? { token } : {}), principals };
+}
+
+/** `channels.chat.api_url`: a Slack-compatible Web API base, with its trailing slash. */
+export function readChatApiUrl(f: ConfigFile, chat: YamlMap): string {
+  const value = httpUrl(f, chat, ["channels", "chat"], "https://slack.com/api");
+  if (!value) return DEFAULT_CHAT_API_URL;
+  return value.endsWith("/") ? value : `${value}/`;
+}
+
+/** `queue.circuit_breaker.failures` and `.cooldown`. */
+export function readBreakerLimits(f: ConfigFile, breaker: YamlMap): { failures: number; cooldownMs: number } {
+  const path = ["queue", "circuit_breaker"];
+  const failures = int(f, breaker, "failures", path, { min: 1, max: 1000 }) ?? DEFAULT_BREAKER_FAILURES;
+  const cooldownMs =
+    duration(f, breaker, "cooldown", path, DEFAULT_BREAKER_COOLDOWN_MS) ?? DEFAULT_BREAKER_COOLDOWN_MS;
+  return { failures, cooldownMs };
+}
+
+/** The principal id a pipeline's binding names, when it is a code-host principal. */
+export function codehostPrincipalId(binding: string | undefined): string | undefined {
+  const prefix = "codehost.principal.";
+  return binding?.startsWith(prefix) ? binding.slice(prefix.length) : undefined;
+}
+
+/**
+ * Every `codehost.principal.<id>` binding must name an entry of `codehost.principals`, and a
+ * pipeline publishing through a code-host handler needs an identity to post as.
+ */
+export function checkPublishingIdentities(
+  f: ConfigFile,
+  draft: { principals: Record<string, string>; principal?: string; outputs: Record<string, OutputBinding> },
+  codehost: CodehostConfig | undefined,
+  handlerFamily: (handler: string) => string | undefined,
+): void {
+  for (const [binding, value] of Object.entries(draft.principals)) {
+    const id = codehostPrincipalId(value);
+    if (id === undefined || codehost?.principals[id]) continue;
+    f.report(
+      ["principals", binding],
+      "unknown_principal",
+      `"principals.${binding}" names ${quote(value)}, but daemon.yaml has no "codehost.principals.${id}" - add "codehost: { principals: { "${id}": { token: \${ENV_NAME} } } }" to daemon.yaml (defined: ${Object.keys(codehost?.principals ?? {}).join(", ") || "none"})`,
+    );
+  }
+  const codehostKeys = Object.entries(draft.outputs)
+    .filter(([, binding]) => handlerFamily(binding.handler) === "codehost")
+    .map(([key]) => key);
+  if (codehostKeys.length === 0) return;
+  const bound = draft.principal ? codehostPrincipalId(draft.principals[draft.principal]) : undefined;
+  if (bound !== undefined || codehost?.token) return;
+  for (const key of codehostKeys) {
+    f.report(
+      ["outputs", key, "handler"],
+      "codehost_identity_missing",
+      `"outputs.${key}" publishes through ${draft.outputs[key]!.handler}, but there is no code-host identity to post as - add "codehost: { token: \${ENV_NAME} }" to daemon.yaml, or bind "principal:" to a codehost.principal.<id> of "codehost.principals"`,
+    );
+  }
+}

@@ -1,0 +1,222 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+
+/**
+ * A fake GitHub REST API on loopback, answering like api.github.com for the routes svc publishes
+ * through: it checks the method, path, `authorization` header and body, keeps what was posted,
+ * and answers with GitHub's response shapes and error bodies.
+ */
+export interface Recorded {
+  method: string;
+  path: string;
+  authorization: string | undefined;
+  body: unknown;
+}
+
+interface Posted {
+  id: number;
+  body: string;
+  user: { login: string; id: number; type: string };
+  [field: string]: unknown;
+}
+
+export interface FakeGitHub {
+  url: string;
+  requests: Recorded[];
+  comments: Map<string, Posted[]>;
+  reviews: Map<string, Posted[]>;
+  replies: Map<string, Posted[]>;
+  files: Map<string, { filename: string; status: string; patch?: string }[]>;
+  /** the next POST to a path ending like this is stored, then answered 502 (the answer is lost) */
+  loseAnswerOnce(pathSuffix: string): void;
+  close(): Promise<void>;
+}
+
+const DOCS = "https://docs.github.com/rest";
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", ...headers });
+  res.end(JSON.stringify(body));
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString("utf8");
+  return text ? JSON.parse(text) : undefined;
+}
+
+/** `users`: token → login of the account it authenticates; `locked`: repos every token is refused on. */
+export async function startFakeGitHub(options: {
+  users: Record<string, string>;
+  locked?: string[];
+}): Promise<FakeGitHub> {
+  let nextId = 1000;
+  const lose = new Set<string>();
+  const state = {
+    requests: [] as Recorded[],
+    comments: new Map<string, Posted[]>(),
+    reviews: new Map<string, Posted[]>(),
+    replies: new Map<string, Posted[]>(),
+    files: new Map<string, { filename: string; status: string; patch?: string }[]>(),
+  };
+  let base = "";
+  const list = (map: Map<string, Posted[]>, key: string) => {
+    if (!map.has(key)) map.set(key, []);
+    return map.get(key)!;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? "/", "http://x");
+    const body = await readBody(req);
+    const authorization = req.headers.authorization;
+    state.requests.push({ method: req.method ?? "", path: url.pathname, authorization, body });
+    const token = /^(?:token|bearer) (.+)$/i.exec(authorization ?? "")?.[1];
+    const login = token ? options.users[token] : undefined;
+    if (!login) return send(res, 401, { message: "Bad credentials", documentation_url: DOCS, status: "401" });
+    const user = { login, id: 42, type: "Bot" };
+    const match =
+      /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)\/(comments|reviews|files)(?:\/(\d+)\/replies)?$/.exec(
+        url.pathname,
+      );
+    if (!match) return send(res, 404, { message: "Not Found", documentation_url: DOCS, status: "404" });
+    const [, owner, repo, kind, number, what, replyTo] = match;
+    const thread = `${owner}/${repo}#${number}`;
+    if (options.locked?.includes(`${owner}/${repo}`) && req.method === "POST") {
+      return send(res, 403, {
+        message: "Resource not accessible by integration",
+        documentation_url: `${DOCS}/issues/comments#create-an-issue-comment`,
+        status: "403",
+      });
+    }
+    const page = Number(url.searchParams.get("page") ?? "1");
+    const perPage = Number(url.searchParams.get("per_page") ?? "30");
+    const paged = (items: unknown[]) => items.slice((page - 1) * perPage, page * perPage);
+    const created = (posted: Posted) => {
+      const suffix = url.pathname;
+      for (const entry of lose) {
+        if (suffix.endsWith(entry)) {
+          lose.delete(entry);
+          // stored, but the answer never reaches the client: a proxy in between failed
+          return send(res, 502, { message: "Server Error" });
+        }
+      }
+      return send(res, 201, posted);
+    };
+    const stamp = () => ({ id: nextId++, node_id: `N_${nextId}`, created_at: new Date().toISOString() });
+
+    if (kind === "issues" && what === "comments") {
+      if (req.method === "GET") return send(res, 200, paged(list(state.comments, thread)));
+      const text = (body as { body?: unknown })?.body;
+      if (req.method !== "POST" || typeof text !== "string" || text === "")
+        return send(res, 422, {
+          message: "Validation Failed",
+          errors: [{ field: "body", code: "missing_field" }],
+        });
+      const ids = stamp();
+      const posted: Posted = {
+        ...ids,
+        body: text,
+        user,
+        url: `${base}/repos/${owner}/${repo}/issues/comments/${ids.id}`,
+        html_url: `https://github.test/${owner}/${repo}/pull/${number}#issuecomment-${ids.id}`,
+        issue_url: `${base}/repos/${owner}/${repo}/issues/${number}`,
+        author_association: "NONE",
+      };
+      list(state.comments, thread).push(posted);
+      return created(posted);
+    }
+    if (kind === "pulls" && what === "files" && req.method === "GET")
+      return send(res, 200, paged(state.files.get(thread) ?? []));
+    if (kind === "pulls" && what === "reviews") {
+      if (req.method === "GET") return send(res, 200, paged(list(state.reviews, thread)));
+      const review = body as {
+        commit_id?: unknown;
+        event?: unknown;
+        body?: unknown;
+        comments?: { path: string; line: number; side?: string; body: string }[];
+      };
+      if (
+        !["COMMENT", "APPROVE", "REQUEST_CHANGES"].includes(String(review?.event)) ||
+        typeof review.body !== "string"
+      )
+        return send(res, 422, {
+          message: "Validation Failed",
+          errors: [{ field: "event", code: "invalid" }],
+        });
+      const files = state.files.get(thread) ?? [];
+      for (const comment of review.comments ?? []) {
+        const file = files.find((entry) => entry.filename === comment.path);
+        // the real API refuses the whole review when one line is not part of the diff
+        if (!file || !rightLines(file.patch).has(comment.line)) {
+          return send(res, 422, {
+            message: "Unprocessable Entity",
+            errors: ["Line could not be resolved"],
+            documentation_url: `${DOCS}/pulls/reviews#create-a-review-for-a-pull-request`,
+            status: "422",
+          });
+        }
+      }
+      const ids = stamp();
+      const posted: Posted = {
+        ...ids,
+        body: review.body,
+        user,
+        state:
+          review.event === "APPROVE"
+            ? "APPROVED"
+            : review.event === "REQUEST_CHANGES"
+              ? "CHANGES_REQUESTED"
+              : "COMMENTED",
+        commit_id: review.commit_id,
+        comments: review.comments ?? [],
+        html_url: `https://github.test/${owner}/${repo}/pull/${number}#pullrequestreview-${ids.id}`,
+        pull_request_url: `${base}/repos/${owner}/${repo}/pulls/${number}`,
+        submitted_at: ids.created_at,
+      };
+      list(state.reviews, thread).push(posted);
+      return created(posted);
+    }
+    if (kind === "pulls" && what === "comments") {
+      if (req.method === "GET" && !replyTo) return send(res, 200, paged(list(state.replies, thread)));
+      const text = (body as { body?: unknown })?.body;
+      if (req.method !== "POST" || !replyTo || typeof text !== "string")
+        return send(res, 422, { message: "Validation Failed" });
+      const ids = stamp();
+      const posted: Posted = {
+        ...ids,
+        body: text,
+        user,
+        in_reply_to_id: Number(replyTo),
+        html_url: `https://github.test/${owner}/${repo}/pull/${number}#discussion_r${ids.id}`,
+      };
+      list(state.replies, thread).push(posted);
+      return created(posted);
+    }
+    return send(res, 404, { message: "Not Found", documentation_url: DOCS, status: "404" });
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error) => send(res, 500, { message: String(error) }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return {
+    url: base,
+    ...state,
+    loseAnswerOnce: (suffix) => lose.add(suffix),
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** New-file lines of a unified diff, as GitHub resolves `line` on the RIGHT side. */
+function rightLines(patch: string | undefined): Set<number> {
+  const lines = new Set<number>();
+  let right = 0;
+  for (const line of (patch ?? "").split("\n")) {
+    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)/.exec(line);
+    if (hunk) right = Number(hunk[1]);
+    else if (line.startsWith("-")) continue;
+    else if (right > 0) lines.add(right++);
+  }
+  return lines;
+}

@@ -1,0 +1,224 @@
+import { Octokit } from "@octokit/core";
+import { retry } from "@octokit/plugin-retry";
+import { throttling } from "@octokit/plugin-throttling";
+import type { Logger } from "../../shared/logger.ts";
+import { PublishError, redact } from "./attempt.ts";
+import type { Remote } from "./delivery.ts";
+import { hasMarker } from "./render.ts";
+
+/**
+ * The code-host client (GitHub REST through Octokit). Reads retry on their own (plugin-retry);
+ * writes never do — a lost answer is judged by delivery.ts, which looks for the marker first —
+ * except on a rate limit, where the host refused the request and `Retry-After` is honoured.
+ */
+const CodehostOctokit = Octokit.plugin(retry, throttling);
+export type CodehostClient = InstanceType<typeof CodehostOctokit>;
+
+const MAX_RATE_LIMIT_WAIT_S = 60;
+const PAGE = 100;
+const MAX_PAGES = 20;
+
+export function codehostClient(options: { apiUrl: string; token: string; logger: Logger }): CodehostClient {
+  const { logger } = options;
+  const onLimit = (
+    retryAfter: number,
+    request: { method: string; url: string },
+    _o: unknown,
+    count: number,
+  ) => {
+    logger.warn("code host rate limit: waiting", {
+      event: "output.rate_limited",
+      method: request.method,
+      url: request.url,
+      retry_after: retryAfter,
+    });
+    return count < 2 && retryAfter <= MAX_RATE_LIMIT_WAIT_S;
+  };
+  return new CodehostOctokit({
+    auth: options.token,
+    baseUrl: options.apiUrl.replace(/\/+$/, ""),
+    userAgent: "svc-outputs",
+    throttle: { onRateLimit: onLimit, onSecondaryRateLimit: onLimit },
+    retry: { doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451] },
+    // Octokit's own warnings go to our JSON log, never to the console
+    log: {
+      debug: () => {},
+      info: () => {},
+      warn: (message: string) => logger.warn(message, { event: "output.codehost_warning" }),
+      error: (message: string) => logger.warn(message, { event: "output.codehost_error" }),
+    },
+  });
+}
+
+/** Turns an Octokit error into a judged failure; the token never reaches the message. */
+export function codehostFailure(error: unknown, token: string): PublishError {
+  const e = error as {
+    status?: number;
+    message?: string;
+    response?: { headers?: Record<string, string | undefined>; data?: { message?: string } };
+  };
+  const status = e.status ?? 0;
+  const hostMessage = e.response?.data?.message ?? e.message ?? String(error);
+  const retryAfter = Number(e.response?.headers?.["retry-after"]);
+  const rateLimited =
+    status === 429 || (status === 403 && (/rate limit/i.test(hostMessage) || Number.isFinite(retryAfter)));
+  const network = !e.response;
+  return new PublishError({
+    kind: network || status >= 500 || rateLimited ? "retry" : "final",
+    status: network ? "network" : String(status),
+    message: redact(hostMessage, [token]),
+    ...(Number.isFinite(retryAfter) ? { retryAfter } : {}),
+  });
+}
+
+export interface PullRef {
+  owner: string;
+  repo: string;
+  number: number;
+}
+
+async function write<T>(token: string, request: () => Promise<{ data: T }>): Promise<T> {
+  try {
+    return (await request()).data;
+  } catch (error) {
+    throw codehostFailure(error, token);
+  }
+}
+
+/** Pages through a list until a page comes back short. */
+async function listAll<T>(token: string, fetchPage: (page: number) => Promise<{ data: T[] }>): Promise<T[]> {
+  const all: T[] = [];
+  for (let page = 1; page <= MAX_PAGES; page += 1) {
+    const data = await write(token, () => fetchPage(page));
+    all.push(...data);
+    if (data.length < PAGE) break;
+  }
+  return all;
+}
+
+type Posted = { id: number | bigint; html_url?: string; body?: string | null };
+
+const remoteOf = (posted: Posted): Remote => ({ id: String(posted.id), url: posted.html_url ?? null });
+
+export class CodehostPublisher {
+  readonly #client: CodehostClient;
+  readonly #token: string;
+
+  constructor(client: CodehostClient, token: string) {
+    this.#client = client;
+    this.#token = token;
+  }
+
+  async postComment(ref: PullRef, body: string): Promise<Remote> {
+    const posted = await write<Posted>(this.#token, () =>
+      this.#client.request("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", {
+        owner: ref.owner,
+        repo: ref.repo,
+        issue_number: ref.number,
+        body,
+        request: { retries: 0 },
+      }),
+    );
+    return remoteOf(posted);
+  }
+
+  async findComment(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
+    const comments = await listAll<Posted>(this.#token, (page) =>
+      this.#client.request("GET /repos/{owner}/{repo}/issues/{issue_number}/comments", {
+        owner: ref.owner,
+        repo: ref.repo,
+        issue_number: ref.number,
+        per_page: PAGE,
+        page,
+      }),
+    );
+    const found = comments.find((comment) => hasMarker(comment.body, invocation, key));
+    return found && remoteOf(found);
+  }
+
+  async listFiles(ref: PullRef): Promise<{ filename: string; patch?: string }[]> {
+    return listAll(this.#token, (page) =>
+      this.#client.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+        owner: ref.owner,
+        repo: ref.repo,
+        pull_number: ref.number,
+        per_page: PAGE,
+        page,
+      }),
+    );
+  }
+
+  async postReview(
+    ref: PullRef,
+    review: {
+      commitId: string;
+      event: "COMMENT" | "APPROVE" | "REQUEST_CHANGES";
+      body: string;
+      comments: { path: string; line: number; side?: "LEFT" | "RIGHT"; start_line?: number; body: string }[];
+    },
+  ): Promise<Remote> {
+    const posted = await write<Posted>(this.#token, () =>
+      this.#client.request("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", {
+        owner: ref.owner,
+        repo: ref.repo,
+        pull_number: ref.number,
+        ...(review.commitId ? { commit_id: review.commitId } : {}),
+        event: review.event,
+        body: review.body,
+        comments: review.comments.map((comment) => ({
+          path: comment.path,
+          line: comment.line,
+          side: comment.side ?? "RIGHT",
+          ...(comment.start_line !== undefined
+            ? { start_line: comment.start_line, start_side: comment.side ?? "RIGHT" }
+            : {}),
+          body: comment.body,
+        })),
+        request: { retries: 0 },
+      }),
+    );
+    return remoteOf(posted);
+  }
+
+  async findReview(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
+    const reviews = await listAll<Posted>(this.#token, (page) =>
+      this.#client.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews", {
+        owner: ref.owner,
+        repo: ref.repo,
+        pull_number: ref.number,
+        per_page: PAGE,
+        page,
+      }),
+    );
+    const found = reviews.find((review) => hasMarker(review.body, invocation, key));
+    return found && remoteOf(found);
+  }
+
+  async postReply(ref: PullRef, commentId: number, body: string): Promise<Remote> {
+    const posted = await write<Posted>(this.#token, () =>
+      this.#client.request("POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", {
+        owner: ref.owner,
+        repo: ref.repo,
+        pull_number: ref.number,
+        comment_id: commentId,
+        body,
+        request: { retries: 0 },
+      }),
+    );
+    return remoteOf(posted);
+  }
+
+  async findReply(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
+    const comments = await listAll<Posted>(this.#token, (page) =>
+      this.#client.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", {
+        owner: ref.owner,
+        repo: ref.repo,
+        pull_number: ref.number,
+        per_page: PAGE,
+        page,
+      }),
+    );
+    const found = comments.find((comment) => hasMarker(comment.body, invocation, key));
+    return found && remoteOf(found);
+  }
+}

@@ -1,0 +1,263 @@
+import type pg from "pg";
+import type { ConfigSnapshot, OutputBinding, Pipeline } from "../../shared/config/types.ts";
+import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type {
+  ChatMessageResult,
+  CommentResult,
+  ReplyResult,
+  ReviewResult,
+} from "../../shared/output-schemas.ts";
+import type { ResolvedEvent } from "../dispatch.ts";
+import { PublishError, type PublishFailure } from "./attempt.ts";
+import { ChatPublisher } from "./chat.ts";
+import { CodehostPublisher, codehostClient, type PullRef } from "./codehost.ts";
+import { type DeliveryOutcome, type DeliveryWork, deliver } from "./delivery.ts";
+import { bodyWithMoved, diffMap, placeComments } from "./diff-lines.ts";
+import { footerLine, renderMentions, type Stamp, stampBody } from "./render.ts";
+import { codehostIdentity, secretValue } from "./tokens.ts";
+
+export interface PublishDeps {
+  pool: pg.Pool;
+  config: Readonly<ConfigSnapshot>;
+  logger: Logger;
+}
+
+export interface PublishInput {
+  invocationId: string;
+  triggerId: string | null;
+  pipeline: Pipeline;
+  result: unknown;
+  event: ResolvedEvent;
+}
+
+/**
+ * Publishes each `outputs.<key>` the validated result holds, exactly once (see delivery.ts).
+ * Returns null when everything landed, else `output_failed` with one detail per failed key.
+ */
+export async function publishOutputs(deps: PublishDeps, input: PublishInput): Promise<Diagnostic | null> {
+  const result = (input.result ?? {}) as Record<string, unknown>;
+  const stamp: Stamp = {
+    pipeline: input.pipeline.name,
+    version: input.pipeline.version,
+    origin: input.triggerId ?? input.invocationId,
+    invocation: input.invocationId,
+  };
+  const failures: Diagnostic[] = [];
+  for (const [key, binding] of Object.entries(input.pipeline.outputs)) {
+    if (result[key] === undefined || result[key] === null) continue;
+    let outcomes: DeliveryOutcome[];
+    try {
+      outcomes = await publishOne(deps, input, stamp, key, binding, result[key]);
+    } catch (error) {
+      if (!(error instanceof PublishError)) throw error;
+      outcomes = [{ status: "failed", failure: error.failure, attempts: 0 }];
+    }
+    for (const outcome of outcomes) {
+      if (outcome.status === "failed") failures.push(failureDetail(key, binding.handler, outcome));
+    }
+  }
+  if (failures.length === 0) return null;
+  return diagnostic(
+    "output_failed",
+    `publishing failed for ${failures.map((detail) => `outputs.${detail.field} (${detail.metadata?.status}: ${detail.metadata?.hostMessage})`).join(", ")}`,
+    { details: failures },
+  );
+}
+
+function failureDetail(
+  key: string,
+  handler: string,
+  outcome: { failure: PublishFailure; attempts: number },
+): Diagnostic {
+  return diagnostic(
+    "output_failed",
+    `outputs.${key} (${handler}) was not published: ${outcome.failure.message}`,
+    {
+      field: key,
+      metadata: {
+        handler,
+        status: outcome.failure.status,
+        hostMessage: outcome.failure.message,
+        attempts: outcome.attempts,
+      },
+    },
+  );
+}
+
+async function publishOne(
+  deps: PublishDeps,
+  input: PublishInput,
+  stamp: Stamp,
+  key: string,
+  binding: OutputBinding,
+  value: unknown,
+): Promise<DeliveryOutcome[]> {
+  const base = { invocationId: input.invocationId, handler: binding.handler };
+  const run = (work: Omit<DeliveryWork, "invocationId" | "handler">) =>
+    deliver(deps.pool, deps.logger, { ...base, ...work });
+  if (binding.handler === "chat.message") {
+    return [await run(await chatWork(deps, binding, stamp, key, value as ChatMessageResult))];
+  }
+  const codehost = await codehostPublisher(deps, input.pipeline);
+  switch (binding.handler) {
+    case "codehost.comment": {
+      const comment = value as CommentResult;
+      const ref = pullRef(input.event, comment.repo, comment.number);
+      return [
+        await run({
+          key,
+          find: () => codehost.findComment(ref, stamp.invocation, key),
+          post: () => codehost.postComment(ref, stampBody(comment.body, stamp, key)),
+        }),
+      ];
+    }
+    case "codehost.review":
+      return [await run(await reviewWork(codehost, input.event, stamp, key, value as ReviewResult))];
+    case "codehost.review-comment-reply":
+      return [await run(replyWork(codehost, input.event, stamp, key, value as ReplyResult))];
+    case "codehost.review-replies": {
+      const outcomes: DeliveryOutcome[] = [];
+      const { replies } = value as { replies: ReplyResult[] };
+      for (const [index, reply] of replies.entries())
+        outcomes.push(await run(replyWork(codehost, input.event, stamp, `${key}[${index}]`, reply)));
+      return outcomes;
+    }
+    default:
+      throw new PublishError({
+        kind: "final",
+        status: "unknown_handler",
+        message: `no handler ${binding.handler}`,
+      });
+  }
+}
+
+async function codehostPublisher(deps: PublishDeps, pipeline: Pipeline): Promise<CodehostPublisher> {
+  const identity = codehostIdentity(deps.config, pipeline);
+  if (!identity || !deps.config.codehost) {
+    throw new PublishError({
+      kind: "final",
+      status: "no_identity",
+      message: "no code-host identity to post as - configure codehost.token or a codehost principal",
+    });
+  }
+  const token = await secretValue(identity.source, deps.pool, deps.config);
+  return new CodehostPublisher(
+    codehostClient({ apiUrl: deps.config.codehost.apiUrl, token, logger: deps.logger }),
+    token,
+  );
+}
+
+/** The issue or pull request a result addresses: its own `repo`/`number`, else the triggering one. */
+export function pullRef(event: ResolvedEvent, repo?: string, number?: number): PullRef {
+  const payload = (event.payload ?? {}) as Record<string, { number?: unknown } | unknown>;
+  const fromEvent = [payload.pull_request, payload.issue]
+    .map((entry) => (entry && typeof entry === "object" ? (entry as { number?: unknown }).number : undefined))
+    .find((entry) => typeof entry === "number");
+  const target = number ?? (typeof fromEvent === "number" ? fromEvent : undefined);
+  const fullName = repo ?? event.context.repo;
+  const [owner, name] = fullName.split("/");
+  if (!owner || !name || target === undefined) {
+    throw new PublishError({
+      kind: "final",
+      status: "no_target",
+      message: `the result names no repo/number and the ${event.kind} event ${event.eventName} is not about an issue or pull request`,
+    });
+  }
+  return { owner, repo: name, number: target };
+}
+
+async function reviewWork(
+  codehost: CodehostPublisher,
+  event: ResolvedEvent,
+  stamp: Stamp,
+  key: string,
+  review: ReviewResult,
+): Promise<Omit<DeliveryWork, "invocationId" | "handler">> {
+  const ref = pullRef(event);
+  const comments = review.comments ?? [];
+  // the host refuses a whole review when one inline comment is outside the diff
+  const { inline, moved } = comments.length
+    ? placeComments(diffMap(await codehost.listFiles(ref)), comments)
+    : { inline: [], moved: [] };
+  const body = stampBody(bodyWithMoved(review.body, moved), stamp, key);
+  return {
+    key,
+    find: () => codehost.findReview(ref, stamp.invocation, key),
+    post: () =>
+      codehost.postReview(ref, { commitId: event.context.sha, event: review.event, body, comments: inline }),
+  };
+}
+
+function replyWork(
+  codehost: CodehostPublisher,
+  event: ResolvedEvent,
+  stamp: Stamp,
+  key: string,
+  reply: ReplyResult,
+): Omit<DeliveryWork, "invocationId" | "handler"> {
+  const ref = pullRef(event);
+  return {
+    key,
+    find: () => codehost.findReply(ref, stamp.invocation, key),
+    post: () => codehost.postReply(ref, reply.in_reply_to, stampBody(reply.body, stamp, key)),
+  };
+}
+
+async function chatWork(
+  deps: PublishDeps,
+  binding: OutputBinding,
+  stamp: Stamp,
+  key: string,
+  message: ChatMessageResult,
+): Promise<Omit<DeliveryWork, "invocationId" | "handler">> {
+  const target = binding.config!;
+  const bot = deps.config.channels.chat.bots[target.bot];
+  if (!bot) {
+    throw new PublishError({
+      kind: "final",
+      status: "unknown_bot",
+      message: `chat bot ${target.bot} is not configured`,
+    });
+  }
+  const chat = new ChatPublisher({
+    apiUrl: deps.config.channels.chat.apiUrl ?? "https://slack.com/api/",
+    token: await secretValue(bot.token, deps.pool, deps.config),
+  });
+  const members = deps.config.members;
+  const footer = footerLine(stamp);
+  const blocks = message.blocks
+    ? [
+        ...(mentionsInBlocks(message.blocks, (text) => renderMentions(text, members)) as Record<
+          string,
+          unknown
+        >[]),
+        { type: "context", elements: [{ type: "mrkdwn", text: footer }] },
+      ]
+    : undefined;
+  const marker = { invocation: stamp.invocation, key };
+  return {
+    key,
+    find: () => chat.find(target.channel, marker, message.thread_ts),
+    post: () =>
+      chat.post({
+        channel: target.channel,
+        text: `${renderMentions(message.text, members)}\n_${footer}_`,
+        ...(blocks ? { blocks } : {}),
+        ...(message.thread_ts ? { thread_ts: message.thread_ts } : {}),
+        marker,
+      }),
+  };
+}
+
+/** Renders mentions in every `text` string of a Block Kit tree. */
+function mentionsInBlocks(value: unknown, render: (text: string) => string): unknown {
+  if (Array.isArray(value)) return value.map((entry) => mentionsInBlocks(entry, render));
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([name, inner]) => [
+      name,
+      name === "text" && typeof inner === "string" ? render(inner) : mentionsInBlocks(inner, render),
+    ]),
+  );
+}
