@@ -227,7 +227,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     path: "/mcp",
     scope: "mcp:read",
     summary:
-      "tool protocol (JSON-RPC): tools/list needs mcp:read, tools/call mcp:write (+ host:execute:<name>)",
+      "tool protocol (MCP, Streamable HTTP, stateless): read tools need mcp:read, write tools mcp:write, host_<name> host:execute:<name>; GET/DELETE 405",
     handler: mcpRoute,
     refused: () => mcpForbidden(),
   },

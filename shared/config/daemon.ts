@@ -444,7 +444,8 @@ function readHostTools(f: ConfigFile, root: YamlMap): Record<string, HostTool> {
       checkKeys(f, spec, fieldPath, ["type", "required", "description"]);
       const type = oneOf(f, spec, "type", fieldPath, HOST_TOOL_INPUT_TYPES, { required: true });
       const required = bool(f, spec, "required", fieldPath) ?? false;
-      if (type) input[field] = { type, required };
+      const description = str(f, spec, "description", fieldPath);
+      if (type) input[field] = { type, required, ...(description ? { description } : {}) };
     }
     let exec = str(f, raw, "exec", path, {
       required: true,

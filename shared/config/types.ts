@@ -141,7 +141,7 @@ export interface BrokerConfig {
 export interface HostTool {
   name: string;
   description: string;
-  input: Record<string, { type: string; required: boolean }>;
+  input: Record<string, { type: string; required: boolean; description?: string }>;
   exec: string;
   args: string[];
   stdin?: string;

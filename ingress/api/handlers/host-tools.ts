@@ -14,7 +14,7 @@ export async function runHostToolRoute(ctx: RouteContext): Promise<Reply> {
   const body = bodyObject(ctx.req);
   allowOnlyKeys(body, ["input"]);
   const input = checkToolInput(tool, body.input);
-  const result = await runHostTool(tool, input);
+  const result = await runHostTool(tool, input, ctx.principal.run?.worktree);
   ctx.deps.logger.info("host tool ran", {
     event: "api.host_tool",
     tool: tool.name,
