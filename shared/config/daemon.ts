@@ -1,4 +1,5 @@
 import { unknownScopes } from "../scopes.ts";
+import { readAuthFailure, readCredentialEnv, readMaxTurns } from "./agent-tools.ts";
 import { isLoopbackHost } from "./network.ts";
 import {
   bool,
@@ -212,7 +213,8 @@ function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target> {
     const timeoutMs = duration(f, raw, "timeout", path, DEFAULT_TARGET_TIMEOUT_MS);
     const credentials = readCredentials(f, raw, path);
     if (runtime === "command") {
-      checkKeys(f, raw, path, ["runtime", "command", "model", "timeout", "credentials"]);
+      checkKeys(f, raw, path, ["runtime", "command", "model", "timeout", "credentials", "auth_failure"]);
+      const authFailure = readAuthFailure(f, raw, path);
       const command = strList(f, raw, "command", path, {
         required: true,
         hint: ' - give the agent CLI as an argv list, e.g. command: ["./bin/agent", "--json"]',
@@ -224,15 +226,19 @@ function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target> {
           `"${formatPath([...path, "command"])}" must not be empty`,
         );
       const model = str(f, raw, "model", path);
-      if (command?.length && timeoutMs !== undefined && credentials) {
-        targets[name] = { name, runtime, command, timeoutMs, credentials, ...(model ? { model } : {}) };
+      if (command?.length && timeoutMs !== undefined && credentials && authFailure !== undefined) {
+        targets[name] = {
+          ...{ name, runtime, command, timeoutMs, credentials, ...(model ? { model } : {}) },
+          ...(authFailure ? { authFailure } : {}),
+        };
       }
     } else if (runtime === "openai") {
-      checkKeys(f, raw, path, ["runtime", "base_url", "model", "timeout", "credentials"]);
+      checkKeys(f, raw, path, ["runtime", "base_url", "model", "timeout", "credentials", "max_turns"]);
+      const maxTurns = readMaxTurns(f, raw, path);
       const baseUrl = httpUrl(f, raw, "base_url", path, true);
       const model = str(f, raw, "model", path, { required: true });
-      if (baseUrl && model && timeoutMs !== undefined && credentials) {
-        targets[name] = { name, runtime, baseUrl, model, timeoutMs, credentials };
+      if (baseUrl && model && timeoutMs !== undefined && credentials && maxTurns) {
+        targets[name] = { name, runtime, baseUrl, model, timeoutMs, credentials, maxTurns };
       }
     }
   }
@@ -260,7 +266,8 @@ function readCredentials(f: ConfigFile, raw: YamlMap, path: KeyPath): TargetCred
       ok = false;
       return;
     }
-    checkKeys(f, entry, itemPath, ["name", "secret", "secret_ref"]);
+    checkKeys(f, entry, itemPath, ["name", "secret", "secret_ref", "env"]);
+    const env = readCredentialEnv(f, entry, itemPath);
     const name = str(f, entry, "name", itemPath, { required: true });
     const secret = secretSource(f, entry, itemPath);
     if (name && seen.has(name)) {
@@ -272,7 +279,7 @@ function readCredentials(f: ConfigFile, raw: YamlMap, path: KeyPath): TargetCred
       ok = false;
     }
     if (name) seen.add(name);
-    if (name && secret) out.push({ name, secret });
+    if (name && secret) out.push({ name, secret, ...(env ? { env } : {}) });
     else ok = false;
   });
   return ok ? out : undefined;
