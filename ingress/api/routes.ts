@@ -10,6 +10,7 @@ import {
 } from "./handlers/firing.ts";
 import { runHostToolRoute } from "./handlers/host-tools.ts";
 import { mcpForbidden, mcpRoute } from "./handlers/mcp.ts";
+import { getNoteRoute, listNotesRoute } from "./handlers/notes.ts";
 import { queueStatusRoute } from "./handlers/queue.ts";
 import { traceRoute } from "./handlers/trace.ts";
 import { getTriggerRoute, listTriggersRoute, triggerStatsRoute } from "./handlers/triggers.ts";
@@ -175,6 +176,22 @@ export const API_ROUTES: readonly RouteSpec[] = [
     ownerBound: true,
     summary: "cancel a queued or running invocation",
     handler: cancelInvocationRoute,
+  },
+
+  {
+    method: "GET",
+    path: "/notes",
+    scope: "workloads:read",
+    summary:
+      "notes kept by agents and imports, newest first; filters pipeline, agent, repo, tag, q, limit (every owner's)",
+    handler: listNotesRoute,
+  },
+  {
+    method: "GET",
+    path: "/notes/:id",
+    scope: "workloads:read",
+    summary: "one note (not_…)",
+    handler: getNoteRoute,
   },
 
   {
