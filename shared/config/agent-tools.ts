@@ -125,7 +125,7 @@ export function readCredentialEnv(f: ConfigFile, entry: YamlMap, itemPath: KeyPa
       [...itemPath, "env"],
       "invalid_value",
       env.startsWith("SVC_")
-        ? `env "${env}" is reserved`
+        ? `env "${env}" is reserved - names starting SVC_ belong to svc; rename the variable`
         : `"${formatPath([...itemPath, "env"])}" must be a variable name (letters, digits and _, not starting with a digit)`,
     );
     return undefined;
