@@ -31,7 +31,7 @@ import { laneFor, targetUsable } from "./lanes.ts";
 import { type ProcessSpec, runProcessTree } from "./process-tree.ts";
 import { assemblePrompt, promptText } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
-import { withRunToken } from "./run-token.ts";
+import { runTokenLifetimeMs, withRunToken } from "./run-token.ts";
 import { runCommandAgent } from "./runtimes/command.ts";
 import { runOpenAiAgent } from "./runtimes/openai.ts";
 import type { AgentOutcome } from "./runtimes/outcome.ts";
@@ -427,7 +427,7 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
           ...runToken,
           worktree: paths.checkout,
           runDir: paths.runDir,
-          lifetimeMs: target.timeoutMs + 60_000,
+          lifetimeMs: runTokenLifetimeMs(target),
         },
         (access) =>
           target.runtime === "command"

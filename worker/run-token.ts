@@ -2,7 +2,8 @@ import { chmod, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { issueRunToken, revokeInvocationTokens } from "../db/api_tokens.ts";
 import type { Queryable } from "../db/queryable.ts";
-import type { Pipeline } from "../shared/config/types.ts";
+import { DEFAULT_MAX_TURNS } from "../shared/config/agent-tools.ts";
+import type { Pipeline, Target } from "../shared/config/types.ts";
 
 /** Scopes every run token carries: the tool protocol (read and write) and knowledge reads. */
 export const RUN_TOKEN_SCOPES = ["mcp:read", "mcp:write", "knowledge:read"];
@@ -28,6 +29,15 @@ export interface RunTokenRequest {
   runDir: string;
   /** the token expires this long after issue should the worker die before revoking it */
   lifetimeMs: number;
+}
+
+/**
+ * How long a run token lives should nobody revoke it: the longest the agent may take (a command's
+ * timeout; for an agent loop, the request timeout for each of its turns) plus a minute.
+ */
+export function runTokenLifetimeMs(target: Target): number {
+  const turns = target.runtime === "openai" ? (target.maxTurns ?? DEFAULT_MAX_TURNS) : 1;
+  return target.timeoutMs * turns + 60_000;
 }
 
 /** The scopes of a pipeline's run token: the base scopes plus `host:execute:<name>` per listed tool. */
