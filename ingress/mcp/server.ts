@@ -5,12 +5,9 @@ import type { Request, Response } from "express";
 import packageJson from "../../package.json" with { type: "json" };
 import type { ApiDependencies } from "../api/router.ts";
 import { allows, type Principal } from "../auth/principal.ts";
+import { FORBIDDEN, FORBIDDEN_CODE } from "./forbidden.ts";
 import { type ToolDefinition, toolScope } from "./tool.ts";
 import { toolsOf } from "./tools/index.ts";
-
-/** JSON-RPC error code of a refused call; its message is exactly `Forbidden` (the contract's word). */
-export const FORBIDDEN_CODE = -32001;
-export const FORBIDDEN = "Forbidden";
 
 /**
  * The scope a `tools/call` of `name` needs. `host_<x>` needs `host:execute:<x>` whether or not `x`

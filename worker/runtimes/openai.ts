@@ -10,7 +10,7 @@ import type { Prompt } from "../prompt.ts";
 import { lastJsonObject } from "../result-check.ts";
 import type { RunAccess } from "../run-token.ts";
 import type { AgentOutcome } from "./outcome.ts";
-import { type OpenAiTool, openToolSession, type ToolSession } from "./tool-client.ts";
+import type { OpenAiTool, ToolSession } from "./tool-client.ts";
 
 export interface OpenAiRunInput {
   target: OpenAiTarget;
@@ -128,6 +128,8 @@ async function openTools(
 ): Promise<ToolSession | undefined> {
   if (!input.tools?.mcpUrl) return undefined;
   try {
+    // the MCP client is loaded by the first agent loop, not at worker start
+    const { openToolSession } = await import("./tool-client.ts");
     const session = await openToolSession(input.tools);
     await log(`# tools: ${session.tools.map((tool) => tool.function.name).join(", ") || "none"}`);
     return session;

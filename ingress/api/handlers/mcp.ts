@@ -1,5 +1,5 @@
 import type { Request, Response } from "express";
-import { FORBIDDEN, FORBIDDEN_CODE, serveToolProtocol } from "../../mcp/server.ts";
+import { FORBIDDEN, FORBIDDEN_CODE } from "../../mcp/forbidden.ts";
 import { ANSWERED, type Reply, type RouteContext } from "../context.ts";
 
 /**
@@ -8,6 +8,8 @@ import { ANSWERED, type Reply, type RouteContext } from "../context.ts";
  * scope checks are in ingress/mcp/.
  */
 export async function mcpRoute(ctx: RouteContext): Promise<Reply> {
+  // loaded on first use: the SDK is a large import an ingress that never serves /mcp need not pay for at start
+  const { serveToolProtocol } = await import("../../mcp/server.ts");
   await serveToolProtocol(ctx.req, ctx.res, ctx.principal, ctx.deps);
   return ANSWERED;
 }

@@ -1,5 +1,6 @@
 import type { HostTool } from "../../../shared/config/types.ts";
-import { type HostToolInput, hostToolInputSchema, runHostTool } from "../../api/host-tool-exec.ts";
+import { type HostToolInput, runHostTool } from "../../api/host-tool-exec.ts";
+import { hostToolInputSchema } from "../../api/host-tool-input.ts";
 import { type ToolDefinition, textResult } from "../tool.ts";
 
 /**
