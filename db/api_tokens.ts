@@ -11,6 +11,8 @@ export interface ApiTokenRow {
   scopes: string[];
   sandboxed: boolean;
   invocation_id: string | null;
+  /** a run token's binding: pipeline, agent, repo and worktree of its invocation */
+  run: { pipeline?: string; agent?: string; repo?: string; worktree?: string } | null;
   created_at: Date;
   expires_at: Date | null;
   revoked_at: Date | null;
@@ -30,13 +32,20 @@ export function hashToken(token: string): Buffer {
 
 export async function issueToken(
   db: Queryable,
-  options: { name: string; scopes: string[]; sandboxed?: boolean; invocationId?: string; expiresAt?: Date },
+  options: {
+    name: string;
+    scopes: string[];
+    sandboxed?: boolean;
+    invocationId?: string;
+    expiresAt?: Date;
+    run?: ApiTokenRow["run"];
+  },
 ): Promise<IssuedToken> {
   const id = newId("token");
   const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
   await db.query(
-    `INSERT INTO svc.api_tokens (id, name, token_hash, scopes, sandboxed, invocation_id, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    `INSERT INTO svc.api_tokens (id, name, token_hash, scopes, sandboxed, invocation_id, expires_at, run)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
     [
       id,
       options.name,
@@ -45,6 +54,7 @@ export async function issueToken(
       options.sandboxed ?? false,
       options.invocationId ?? null,
       options.expiresAt ?? null,
+      options.run ? JSON.stringify(options.run) : null,
     ],
   );
   return { id, name: options.name, scopes: options.scopes, token };
@@ -67,10 +77,35 @@ export function issueSandboxToken(
   });
 }
 
+/**
+ * The token of one agent run (see worker/run-token.ts): bound to its invocation, revoked when the
+ * run ends and expiring on its own should the worker die. `sandboxed` marks a run inside a sandbox:
+ * host tools refuse its token whatever its scopes.
+ */
+export function issueRunToken(
+  db: Queryable,
+  options: {
+    invocationId: string;
+    scopes: string[];
+    sandboxed: boolean;
+    expiresAt: Date;
+    run: NonNullable<ApiTokenRow["run"]>;
+  },
+): Promise<IssuedToken> {
+  return issueToken(db, {
+    name: `run/${options.invocationId}`,
+    scopes: options.scopes,
+    sandboxed: options.sandboxed,
+    invocationId: options.invocationId,
+    expiresAt: options.expiresAt,
+    run: options.run,
+  });
+}
+
 /** A live token by the hash of its value; revoked and expired tokens are not found. */
 export async function findTokenByHash(db: Queryable, hash: Buffer): Promise<ApiTokenRow | undefined> {
   const { rows } = await db.query<ApiTokenRow>(
-    `SELECT id, name, scopes, sandboxed, invocation_id, created_at, expires_at, revoked_at
+    `SELECT id, name, scopes, sandboxed, invocation_id, run, created_at, expires_at, revoked_at
        FROM svc.api_tokens
       WHERE token_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
     [hash],

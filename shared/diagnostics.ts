@@ -4,6 +4,8 @@
  */
 export const DIAGNOSTIC_CODES = {
   agent_timeout: "the agent run exceeded its target's timeout",
+  agent_turn_limit:
+    "the openai agent loop reached targets.<name>.max_turns model calls without a final message",
   unknown_agent_reference: "the event or fire request names an agent or skill the configuration lacks",
   unknown_policy_reference: "a policies: entry names no file in policies/",
   /** @deprecated kept so old records and filters still resolve; new records use unknown_policy_reference */

@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
-import { issueSandboxToken, revokeInvocationTokens } from "../db/api_tokens.ts";
+import { revokeInvocationTokens } from "../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../db/boss.ts";
 import {
   claimInvocation,
@@ -37,6 +37,7 @@ import { publishOutputs } from "./outputs/publish.ts";
 import { type ProcessSpec, runProcessTree } from "./process-tree.ts";
 import { assemblePrompt, promptText } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
+import { runTokenLifetimeMs, withRunToken } from "./run-token.ts";
 import { runCommandAgent } from "./runtimes/command.ts";
 import { runOpenAiAgent } from "./runtimes/openai.ts";
 import type { AgentOutcome } from "./runtimes/outcome.ts";
@@ -80,9 +81,6 @@ export interface RunHandle {
   /** the invocation was cancelled through the API: stop it and record the cancellation */
   cancel(): void;
 }
-
-/** Scopes of the token an agent process gets: the tool protocol and knowledge, never host tools. */
-export const SANDBOX_SCOPES = ["mcp:read", "mcp:write", "knowledge:read"];
 
 type RunEnd =
   | { kind: "completed"; result: unknown }
@@ -445,28 +443,39 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
       });
       if (name !== input.target) await setInvocationTarget(pool, invocationId, name);
       ranOn = name;
-      outcome =
-        target.runtime === "command"
-          ? await runWithSandboxToken(deps, invocationId, target.timeoutMs, (agentEnv) =>
-              runCommandAgent({
+      // the agent's run token and SVC_MCP_* (worker/run-token.ts): agent processes only, never setup steps
+      const runToken = { db: pool, daemonUrl: deps.daemonUrl, invocationId, pipeline, agent, repo };
+      outcome = await withRunToken(
+        {
+          ...runToken,
+          worktree: paths.checkout,
+          runDir: paths.runDir,
+          lifetimeMs: runTokenLifetimeMs(target),
+        },
+        (access) =>
+          target.runtime === "command"
+            ? runCommandAgent({
                 target,
                 configDir: config.dir,
                 cwd: paths.checkout,
-                env: { ...env, ...agentEnv },
+                env: { ...env, ...access.env },
                 stdin: promptText(prompt),
                 transcriptFile: transcript,
                 signal,
                 spawner: deps.spawner,
+                cooldowns: deps.cooldowns,
+                secrets: deps.secrets,
+              })
+            : runOpenAiAgent({
+                target,
+                prompt,
+                cooldowns: deps.cooldowns,
+                secrets: deps.secrets,
+                transcriptFile: transcript,
+                signal,
+                tools: access,
               }),
-            )
-          : await runOpenAiAgent({
-              target,
-              prompt,
-              cooldowns: deps.cooldowns,
-              secrets: deps.secrets,
-              transcriptFile: transcript,
-              signal,
-            });
+      );
       const recorded = recordFileArtifact(pool, {
         invocationId,
         taskId,
@@ -556,30 +565,4 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
   }
   await recordSurface(pool, invocationId, paths.surfaceDir);
   return { kind: "completed", result };
-}
-
-/**
- * An agent process gets its own API token (`SVC_AGENT_TOKEN`, sandboxed: host tools refuse it) and
- * the daemon's address (`SVC_DAEMON_URL`); setup steps never see either. The token is revoked when
- * the run ends, and expires on its own shortly after the target's timeout should the worker die.
- */
-async function runWithSandboxToken<T>(
-  deps: ExecuteDeps,
-  invocationId: string,
-  timeoutMs: number,
-  work: (agentEnv: Record<string, string>) => Promise<T>,
-): Promise<T> {
-  const token = await issueSandboxToken(deps.records ?? deps.pool, {
-    invocationId,
-    scopes: SANDBOX_SCOPES,
-    expiresAt: new Date(Date.now() + timeoutMs + 60_000),
-  });
-  try {
-    return await work({
-      SVC_AGENT_TOKEN: token.token,
-      ...(deps.daemonUrl ? { SVC_DAEMON_URL: deps.daemonUrl } : {}),
-    });
-  } finally {
-    await revokeInvocationTokens(deps.records ?? deps.pool, invocationId).catch(() => {});
-  }
 }

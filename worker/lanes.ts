@@ -12,7 +12,8 @@ export function targetUsable(
   cooldowns: CredentialCooldowns,
   secrets: CredentialSecrets,
 ): boolean {
-  if (target.runtime === "command") return true;
+  // a command target without credentials needs none; one with credentials needs a usable one
+  if (target.runtime === "command" && target.credentials.length === 0) return true;
   return target.credentials.some(
     (credential) =>
       cooldowns.isUsable(target.name, credential.name) &&

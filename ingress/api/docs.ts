@@ -12,7 +12,8 @@ export const BEGIN_MARKER = "<!-- BEGIN GENERATED: routes and scopes (node ingre
 export const END_MARKER = "<!-- END GENERATED -->";
 
 const GRANTS: Record<string, string> = {
-  "workloads:read": "read workloads, their invocations and run artifacts (own workloads only)",
+  "workloads:read":
+    "read workloads, their invocations and run artifacts (own workloads only), and every note (notes are not owner-bound)",
   "workloads:write": "create and close workloads, submit and cancel invocations (own workloads only)",
   "workloads:admin": "cross-owner workload access; includes workloads:read and workloads:write",
   "triggers:read": "list and inspect triggers, read `/trace` lineage",
@@ -22,10 +23,10 @@ const GRANTS: Record<string, string> = {
   "evals:write": "list and curate evals, read eval statistics and cohort comparisons",
   admin: "drain, queue status, resume, reconcile, purge, doctor probes; does not cross the owner boundary",
   "*": "every scope, including both owner-boundary scopes and every host:execute:<name>",
-  "mcp:read": "read tool calls of the tool protocol (`initialize`, `tools/list`)",
-  "mcp:write": "write tool calls of the tool protocol (`tools/call`); includes mcp:read",
+  "mcp:read": "open the tool protocol and call its read tools (`search_notes`, `read_note`, `get_trace`)",
+  "mcp:write": "call the tool protocol's write tools (`submit_note`); includes mcp:read",
   "host:execute:<name>":
-    "call host tool `<name>`; `*` also allows it, `mcp:write` does not; never a sandboxed agent's token",
+    "call host tool `<name>` (`host_<name>` over `/mcp`, or `POST /host-tools/:name`); `*` also allows it, `mcp:write` does not; never a sandboxed run's token",
 };
 
 function cell(text: string): string {

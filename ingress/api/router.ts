@@ -6,8 +6,9 @@ import type { Knowledge } from "../../shared/knowledge/service.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { createAccessControl } from "../auth/middleware.ts";
 import { isDatabaseUnavailable, sendError, sendUnavailable } from "../errors.ts";
-import type { Reply } from "./context.ts";
+import { ANSWERED, type Reply } from "./context.ts";
 import { ApiError } from "./errors.ts";
+import { mcpMethodNotAllowed } from "./handlers/mcp.ts";
 import { API_ROUTES, REMOVED_ROUTES, requiredScope } from "./routes.ts";
 
 /**
@@ -51,12 +52,14 @@ export function createApiRouter(deps: ApiDependencies): Router {
           throw error;
         }
         if (method === "post") await parseBody(json, req, res);
-        send(res, await route.handler({ req, principal, deps, access }));
+        send(res, await route.handler({ req, res, principal, deps, access }));
       } catch (error) {
         handleError(error, req, res, next, deps.logger);
       }
     });
   }
+  router.get("/mcp", mcpMethodNotAllowed);
+  router.delete("/mcp", mcpMethodNotAllowed);
   for (const removed of REMOVED_ROUTES) {
     router.get(removed.path, (_req, res) => {
       res.locals.route = removed.path;
@@ -92,6 +95,7 @@ function parseBody(json: express.RequestHandler, req: Request, res: Response): P
 }
 
 function send(res: Response, reply: Reply): void {
+  if (reply === ANSWERED) return;
   if (reply.body === "") {
     res.status(reply.status).end();
     return;

@@ -11,6 +11,7 @@ import {
 import { runHostToolRoute } from "./handlers/host-tools.ts";
 import { askRoute, knowledgeRoute } from "./handlers/knowledge.ts";
 import { mcpForbidden, mcpRoute } from "./handlers/mcp.ts";
+import { getNoteRoute, listNotesRoute } from "./handlers/notes.ts";
 import { queueStatusRoute } from "./handlers/queue.ts";
 import { listSchedulesRoute } from "./handlers/schedules.ts";
 import { traceRoute } from "./handlers/trace.ts";
@@ -232,6 +233,22 @@ export const API_ROUTES: readonly RouteSpec[] = [
 
   {
     method: "GET",
+    path: "/notes",
+    scope: "workloads:read",
+    summary:
+      "notes kept by agents and imports, newest first; filters pipeline, agent, repo, tag, q, limit (every owner's)",
+    handler: listNotesRoute,
+  },
+  {
+    method: "GET",
+    path: "/notes/:id",
+    scope: "workloads:read",
+    summary: "one note (not_…)",
+    handler: getNoteRoute,
+  },
+
+  {
+    method: "GET",
     path: "/queue/status",
     scope: "admin",
     summary:
@@ -293,7 +310,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     path: "/mcp",
     scope: "mcp:read",
     summary:
-      "tool protocol (JSON-RPC): tools/list needs mcp:read, tools/call mcp:write (+ host:execute:<name>)",
+      "tool protocol (MCP, Streamable HTTP, stateless): read tools need mcp:read, write tools mcp:write, host_<name> host:execute:<name>; GET/DELETE 405",
     handler: mcpRoute,
     refused: () => mcpForbidden(),
   },

@@ -1,5 +1,15 @@
 import { unknownScopes } from "../../shared/scopes.ts";
 
+/** What a run token is bound to (see db/api_tokens.ts `issueRunToken`). */
+export interface RunBinding {
+  invocation: string;
+  pipeline?: string;
+  agent?: string;
+  repo?: string;
+  /** the run's checkout: host tools run there */
+  worktree?: string;
+}
+
 /** Who a request acts as, once its credentials have been checked. */
 export interface Principal {
   /** the owner key stored on workloads and triggers it creates, e.g. `token:ci`, `tok_…`, `broker:<sub>` */
@@ -7,6 +17,8 @@ export interface Principal {
   scopes: readonly string[];
   /** a token the daemon issued to a sandboxed agent run: refused for host tools whatever its scopes */
   sandboxed: boolean;
+  /** set for a run token: the run it was issued for, so tools act on that run */
+  run?: RunBinding;
   via: "config-token" | "issued-token" | "broker" | "local";
 }
 

@@ -56,7 +56,13 @@ export function createTokenResolver(deps: {
         return { owner: `token:${match.name}`, scopes: match.scopes, sandboxed: false, via: "config-token" };
       const row = await findTokenByHash(deps.pool, digest);
       if (!row) return null;
-      return { owner: row.id, scopes: row.scopes, sandboxed: row.sandboxed, via: "issued-token" };
+      return {
+        owner: row.id,
+        scopes: row.scopes,
+        sandboxed: row.sandboxed,
+        ...(row.invocation_id ? { run: { ...row.run, invocation: row.invocation_id } } : {}),
+        via: "issued-token",
+      };
     },
   };
 }

@@ -23,6 +23,7 @@ export const CONFIG_CODES = {
   verify_kind_mismatch: "a trigger points at a webhook source of another `verify` kind",
   webhook_source_missing: "a trigger has no webhook source to verify its requests",
   unknown_target: "a target name is not in the top-level `targets:` map",
+  unknown_tool: "a pipeline's `tools` names no `host_tools` entry",
   unknown_agent: "an agent name has no `agents/<name>/PERSONA.md`",
   unknown_skill: "a skill name has no `skills/<name>/SKILL.md`",
   unknown_bot: "a chat bot name is not in `channels.chat.bots`",

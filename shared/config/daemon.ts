@@ -1,4 +1,5 @@
 import { unknownScopes } from "../scopes.ts";
+import { readAuthFailure, readCredentialEnv, readMaxTurns } from "./agent-tools.ts";
 import { readKnowledgeSettings } from "./knowledge.ts";
 import { readMetrics, readWorkerMetricsPort } from "./metrics.ts";
 import { isLoopbackHost } from "./network.ts";
@@ -218,7 +219,8 @@ function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target> {
     const timeoutMs = duration(f, raw, "timeout", path, DEFAULT_TARGET_TIMEOUT_MS);
     const credentials = readCredentials(f, raw, path);
     if (runtime === "command") {
-      checkKeys(f, raw, path, ["runtime", "command", "model", "timeout", "credentials"]);
+      checkKeys(f, raw, path, ["runtime", "command", "model", "timeout", "credentials", "auth_failure"]);
+      const authFailure = readAuthFailure(f, raw, path);
       const command = strList(f, raw, "command", path, {
         required: true,
         hint: ' - give the agent CLI as an argv list, e.g. command: ["./bin/agent", "--json"]',
@@ -230,15 +232,19 @@ function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target> {
           `"${formatPath([...path, "command"])}" must not be empty`,
         );
       const model = str(f, raw, "model", path);
-      if (command?.length && timeoutMs !== undefined && credentials) {
-        targets[name] = { name, runtime, command, timeoutMs, credentials, ...(model ? { model } : {}) };
+      if (command?.length && timeoutMs !== undefined && credentials && authFailure !== undefined) {
+        targets[name] = {
+          ...{ name, runtime, command, timeoutMs, credentials, ...(model ? { model } : {}) },
+          ...(authFailure ? { authFailure } : {}),
+        };
       }
     } else if (runtime === "openai") {
-      checkKeys(f, raw, path, ["runtime", "base_url", "model", "timeout", "credentials"]);
+      checkKeys(f, raw, path, ["runtime", "base_url", "model", "timeout", "credentials", "max_turns"]);
+      const maxTurns = readMaxTurns(f, raw, path);
       const baseUrl = httpUrl(f, raw, "base_url", path, true);
       const model = str(f, raw, "model", path, { required: true });
-      if (baseUrl && model && timeoutMs !== undefined && credentials) {
-        targets[name] = { name, runtime, baseUrl, model, timeoutMs, credentials };
+      if (baseUrl && model && timeoutMs !== undefined && credentials && maxTurns) {
+        targets[name] = { name, runtime, baseUrl, model, timeoutMs, credentials, maxTurns };
       }
     }
   }
@@ -266,7 +272,8 @@ function readCredentials(f: ConfigFile, raw: YamlMap, path: KeyPath): TargetCred
       ok = false;
       return;
     }
-    checkKeys(f, entry, itemPath, ["name", "secret", "secret_ref"]);
+    checkKeys(f, entry, itemPath, ["name", "secret", "secret_ref", "env"]);
+    const env = readCredentialEnv(f, entry, itemPath);
     const name = str(f, entry, "name", itemPath, { required: true });
     const secret = secretSource(f, entry, itemPath);
     if (name && seen.has(name)) {
@@ -278,7 +285,7 @@ function readCredentials(f: ConfigFile, raw: YamlMap, path: KeyPath): TargetCred
       ok = false;
     }
     if (name) seen.add(name);
-    if (name && secret) out.push({ name, secret });
+    if (name && secret) out.push({ name, secret, ...(env ? { env } : {}) });
     else ok = false;
   });
   return ok ? out : undefined;
@@ -434,7 +441,8 @@ function readHostTools(f: ConfigFile, root: YamlMap): Record<string, HostTool> {
       checkKeys(f, spec, fieldPath, ["type", "required", "description"]);
       const type = oneOf(f, spec, "type", fieldPath, HOST_TOOL_INPUT_TYPES, { required: true });
       const required = bool(f, spec, "required", fieldPath) ?? false;
-      if (type) input[field] = { type, required };
+      const description = str(f, spec, "description", fieldPath);
+      if (type) input[field] = { type, required, ...(description ? { description } : {}) };
     }
     let exec = str(f, raw, "exec", path, {
       required: true,

@@ -1,3 +1,4 @@
+import { checkPipelineTools, readPipelineTools } from "./agent-tools.ts";
 import {
   type DaemonSettings,
   type DeclaredNames,
@@ -58,6 +59,7 @@ const PIPELINE_KEYS = [
   "orchestrator",
   "knowledge",
   "sandbox",
+  "tools",
 ];
 const PRINCIPAL_ID = /^[A-Za-z0-9_-]+\.principal\.[A-Za-z0-9_.:-]+$/;
 const REPO_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
@@ -159,6 +161,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const orchestrator = readOrchestrator(f, root);
   const knowledge = readKnowledge(f, root);
   const sandbox = readSandbox(f, root, Object.keys(principals).length > 0);
+  const tools = readPipelineTools(f, root);
 
   // returned even when something above was wrong, so references are still checked and reported
   return {
@@ -183,6 +186,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     ...(orchestrator ? { orchestrator } : {}),
     knowledge,
     ...(sandbox ? { sandbox } : {}),
+    ...(tools.length ? { tools } : {}),
   };
 }
 
@@ -532,6 +536,7 @@ export function resolvePipeline(
     checkTargets(draft.targets, ["targets"]);
     if (draft.orchestrator) checkTargets(draft.orchestrator.targets, ["orchestrator", "targets"]);
     checkTriggerSources(f, draft, daemon);
+    checkPipelineTools(f, draft.tools ?? [], daemon.hostTools);
     for (const [key, binding] of Object.entries(draft.outputs)) {
       if (binding.config && !ctx.declared.bots.has(binding.config.bot)) {
         f.report(

@@ -19,6 +19,8 @@ export interface WebhookSource {
 export interface TargetCredential {
   name: string;
   secret: SecretSource;
+  /** `command` targets: the variable the agent process reads this credential from */
+  env?: string;
 }
 
 export interface CommandTarget {
@@ -29,6 +31,8 @@ export interface CommandTarget {
   timeoutMs: number;
   model?: string;
   credentials: TargetCredential[];
+  /** the agent's exit that says its credential was refused: it is then marked dead */
+  authFailure?: { exitCodes: number[]; stderr?: string };
 }
 
 export interface OpenAiTarget {
@@ -38,6 +42,8 @@ export interface OpenAiTarget {
   model: string;
   timeoutMs: number;
   credentials: TargetCredential[];
+  /** model calls one agent loop may make (default 20); beyond it the run fails `agent_turn_limit` */
+  maxTurns?: number;
 }
 
 export type Target = CommandTarget | OpenAiTarget;
@@ -102,6 +108,8 @@ export interface Pipeline {
   orchestrator?: { strategy: { type: "auto" }; guidance?: string; targets: string[] };
   knowledge: { method: "bm25" | "hybrid" | "none"; delivery?: "prompt" | "file" | "search" | "browse" };
   sandbox?: { mounts: string[] };
+  /** host tools the run's token may call (`host:execute:<name>`) */
+  tools?: string[];
 }
 
 export interface Policy {
@@ -160,7 +168,7 @@ export interface MetricsSettings {
 export interface HostTool {
   name: string;
   description: string;
-  input: Record<string, { type: string; required: boolean }>;
+  input: Record<string, { type: string; required: boolean; description?: string }>;
   exec: string;
   args: string[];
   stdin?: string;

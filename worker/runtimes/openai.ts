@@ -1,5 +1,6 @@
 import { appendFile } from "node:fs/promises";
 import got from "got";
+import { DEFAULT_MAX_TURNS } from "../../shared/config/agent-tools.ts";
 import type { OpenAiTarget } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import { classifyResponse } from "../credentials/classify.ts";
@@ -7,7 +8,9 @@ import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
 import type { Prompt } from "../prompt.ts";
 import { lastJsonObject } from "../result-check.ts";
+import type { RunAccess } from "../run-token.ts";
 import type { AgentOutcome } from "./outcome.ts";
+import type { OpenAiTool, ToolSession } from "./tool-client.ts";
 
 export interface OpenAiRunInput {
   target: OpenAiTarget;
@@ -16,6 +19,8 @@ export interface OpenAiRunInput {
   secrets: CredentialSecrets;
   transcriptFile: string;
   signal: AbortSignal;
+  /** the run token and the daemon's tool endpoint; without an endpoint the model gets no tools */
+  tools?: RunAccess;
 }
 
 export interface ModelResponse {
@@ -24,23 +29,34 @@ export interface ModelResponse {
   body: unknown;
 }
 
+/** One message of a chat-completions conversation (the fields this loop reads and writes). */
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string | null;
+  tool_calls?: ToolCallRequest[];
+  tool_call_id?: string;
+}
+
+interface ToolCallRequest {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
 function endpoint(baseUrl: string, path: string): string {
   return `${baseUrl.replace(/\/+$/, "")}/${path}`;
 }
 
 /** One chat-completions request; the key goes into the header and nowhere else. */
-export async function chatCompletion(
+export async function chatRequest(
   target: OpenAiTarget,
   key: string,
-  prompt: Prompt,
+  messages: ChatMessage[],
+  tools: OpenAiTool[],
   signal: AbortSignal,
 ): Promise<ModelResponse> {
-  const messages = [
-    ...(prompt.system ? [{ role: "system", content: prompt.system }] : []),
-    { role: "user", content: prompt.user },
-  ];
   const response = await got.post(endpoint(target.baseUrl, "chat/completions"), {
-    json: { model: target.model, messages },
+    json: { model: target.model, messages, ...(tools.length ? { tools } : {}) },
     headers: { authorization: `Bearer ${key}` },
     timeout: { request: target.timeoutMs },
     retry: { limit: 0 },
@@ -71,57 +87,153 @@ function parseBody(text: string): unknown {
   }
 }
 
-function content(body: unknown): string | undefined {
-  const choices = (body as { choices?: { message?: { content?: unknown } }[] } | null)?.choices;
-  const value = choices?.[0]?.message?.content;
-  return typeof value === "string" ? value : undefined;
+function replyOf(body: unknown): ChatMessage | undefined {
+  const message = (body as { choices?: { message?: ChatMessage }[] } | null)?.choices?.[0]?.message;
+  return message && typeof message === "object" ? message : undefined;
+}
+
+/** The target's credentials in order, skipping the cooling, the dead and the unresolved. */
+function usableCredential(input: OpenAiRunInput): { name: string; key: string } | undefined {
+  for (const credential of input.target.credentials) {
+    if (!input.cooldowns.isUsable(input.target.name, credential.name)) continue;
+    const key = input.secrets.get(input.target.name, credential.name);
+    if (key !== undefined) return { name: credential.name, key };
+  }
+  return undefined;
 }
 
 /**
- * The `openai` runtime with credential failover: the target's credentials in order, skipping the
- * cooling and the dead; a 401/403/revoked/expired answer kills the credential and a 429 parks it,
- * and the next one is tried. No usable credential left means the target is unavailable.
+ * The `openai` runtime as an agent loop: the model gets the run's tools (from the daemon's tool
+ * protocol, with the run token's rights), each `tool_calls` answer is executed and fed back, until
+ * a final message or `max_turns` model calls. Every call follows the credential rules: a
+ * 401/403/revoked/expired answer kills the credential and a 429 parks it, and the same turn is
+ * retried on the next credential; none left means the target is unavailable.
  */
 export async function runOpenAiAgent(input: OpenAiRunInput): Promise<AgentOutcome> {
-  const { target, cooldowns } = input;
+  const { target } = input;
   const log = (line: string) => appendFile(input.transcriptFile, `${line}\n`);
   await log(`# request: model ${target.model} at ${target.baseUrl}`);
   await log(JSON.stringify({ system: input.prompt.system, user: input.prompt.user }));
-  for (const credential of target.credentials) {
-    if (!cooldowns.isUsable(target.name, credential.name)) continue;
-    const key = input.secrets.get(target.name, credential.name);
-    if (key === undefined) continue;
+  const session = await openTools(input, log);
+  try {
+    return await agentLoop(input, session, log);
+  } finally {
+    await session?.close();
+  }
+}
+
+async function openTools(
+  input: OpenAiRunInput,
+  log: (line: string) => Promise<void>,
+): Promise<ToolSession | undefined> {
+  if (!input.tools?.mcpUrl) return undefined;
+  try {
+    // the MCP client is loaded by the first agent loop, not at worker start
+    const { openToolSession } = await import("./tool-client.ts");
+    const session = await openToolSession(input.tools);
+    await log(`# tools: ${session.tools.map((tool) => tool.function.name).join(", ") || "none"}`);
+    return session;
+  } catch (error) {
+    // the model still runs, without tools; the transcript says why
+    await log(`# tools unavailable: ${(error as Error).message}`);
+    return undefined;
+  }
+}
+
+async function agentLoop(
+  input: OpenAiRunInput,
+  session: ToolSession | undefined,
+  log: (line: string) => Promise<void>,
+): Promise<AgentOutcome> {
+  const { target } = input;
+  const maxTurns = target.maxTurns ?? DEFAULT_MAX_TURNS;
+  const messages: ChatMessage[] = [
+    ...(input.prompt.system ? [{ role: "system" as const, content: input.prompt.system }] : []),
+    { role: "user", content: input.prompt.user },
+  ];
+  let turn = 0;
+  while (turn < maxTurns) {
+    const answer = await callModel(input, messages, session?.tools ?? [], turn + 1, log);
+    if (answer.kind !== "message") return answer.outcome;
+    turn += 1;
+    const reply = answer.message;
+    messages.push({
+      role: "assistant",
+      content: reply.content ?? null,
+      ...(reply.tool_calls?.length ? { tool_calls: reply.tool_calls } : {}),
+    });
+    if (!reply.tool_calls?.length) return finalResult(target, reply);
+    for (const call of reply.tool_calls) {
+      const text = await runToolCall(session, call, log);
+      messages.push({ role: "tool", tool_call_id: call.id, content: text });
+    }
+  }
+  await log(`# turn limit: ${maxTurns} model calls without a final message`);
+  return {
+    kind: "failed",
+    diagnostic: diagnostic(
+      "agent_turn_limit",
+      `the agent on target ${target.name} made ${maxTurns} model calls without a final message; raise targets.${target.name}.max_turns or simplify the task`,
+      { target: target.name, metadata: { maxTurns } },
+    ),
+  };
+}
+
+async function runToolCall(
+  session: ToolSession | undefined,
+  call: ToolCallRequest,
+  log: (line: string) => Promise<void>,
+): Promise<string> {
+  const name = call.function?.name ?? "";
+  let args: unknown;
+  try {
+    args = JSON.parse(call.function?.arguments || "{}");
+  } catch {
+    args = undefined;
+  }
+  const result =
+    args === undefined
+      ? { text: "error: the arguments are not valid JSON", isError: true }
+      : session
+        ? await session.call(name, args)
+        : { text: "error: no tools are available in this run", isError: true };
+  await log(`# tool ${name} ${call.function?.arguments ?? ""}${result.isError ? " (error)" : ""}`);
+  await log(result.text);
+  return result.text;
+}
+
+function finalResult(target: OpenAiTarget, reply: ChatMessage): AgentOutcome {
+  const text = typeof reply.content === "string" ? reply.content : undefined;
+  const result = text === undefined ? undefined : lastJsonObject(text);
+  if (result) return { kind: "result", result };
+  return {
+    kind: "failed",
+    diagnostic: diagnostic("result_invalid", `the model on target ${target.name} answered no JSON object`, {
+      target: target.name,
+      path: "/",
+    }),
+  };
+}
+
+type ModelAnswer = { kind: "message"; message: ChatMessage } | { kind: "end"; outcome: AgentOutcome };
+
+/** One model call of turn `turn`, failing over across credentials as the credential rules say. */
+async function callModel(
+  input: OpenAiRunInput,
+  messages: ChatMessage[],
+  tools: OpenAiTool[],
+  turn: number,
+  log: (line: string) => Promise<void>,
+): Promise<ModelAnswer> {
+  const { target, cooldowns } = input;
+  for (let credential = usableCredential(input); credential; credential = usableCredential(input)) {
     let response: ModelResponse;
     try {
-      response = await chatCompletion(target, key, input.prompt, input.signal);
+      response = await chatRequest(target, credential.key, messages, tools, input.signal);
     } catch (error) {
-      if (input.signal.aborted) return { kind: "aborted" };
-      const code = (error as { code?: string }).code;
-      if (code === "ETIMEDOUT" || (error as Error).name === "TimeoutError") {
-        await log(`# timed out after ${target.timeoutMs} ms`);
-        return {
-          kind: "failed",
-          diagnostic: diagnostic(
-            "agent_timeout",
-            `the model API of target ${target.name} did not answer within ${target.timeoutMs} ms`,
-            { target: target.name, metadata: { timeoutMs: target.timeoutMs } },
-          ),
-        };
-      }
-      await log(`# request failed: ${code ?? (error as Error).message}`);
-      return {
-        kind: "unavailable",
-        reason: `request failed (${code ?? "error"})`,
-        diagnostic: diagnostic(
-          "agent_failed",
-          `the model API of target ${target.name} could not be reached (${code ?? "error"})`,
-          {
-            target: target.name,
-          },
-        ),
-      };
+      return { kind: "end", outcome: await requestFailed(input, error, log) };
     }
-    await log(`# response ${response.status} (credential ${credential.name})`);
+    await log(`# turn ${turn}: response ${response.status} (credential ${credential.name})`);
     await log(typeof response.body === "string" ? response.body : JSON.stringify(response.body));
     const verdict = classifyResponse(response.status, response.headers, response.body);
     if (verdict.kind === "dead") {
@@ -133,35 +245,53 @@ export async function runOpenAiAgent(input: OpenAiRunInput): Promise<AgentOutcom
       continue;
     }
     if (verdict.kind === "other") {
-      return {
-        kind: "unavailable",
-        reason: verdict.reason,
-        diagnostic: diagnostic(
-          "agent_failed",
-          `the model API of target ${target.name} answered ${verdict.reason}`,
-          {
-            target: target.name,
-            metadata: { status: response.status },
-          },
-        ),
-      };
+      const failure = diagnostic(
+        "agent_failed",
+        `the model API of target ${target.name} answered ${verdict.reason}`,
+        {
+          target: target.name,
+          metadata: { status: response.status },
+        },
+      );
+      return { kind: "end", outcome: { kind: "unavailable", reason: verdict.reason, diagnostic: failure } };
     }
-    const text = content(response.body);
-    const result = text === undefined ? undefined : lastJsonObject(text);
-    if (!result) {
-      return {
-        kind: "failed",
-        diagnostic: diagnostic(
-          "result_invalid",
-          `the model on target ${target.name} answered no JSON object`,
-          {
-            target: target.name,
-            path: "/",
-          },
-        ),
-      };
-    }
-    return { kind: "result", result };
+    const message = replyOf(response.body);
+    if (message) return { kind: "message", message };
+    return { kind: "end", outcome: finalResult(target, { role: "assistant", content: null }) };
   }
-  return { kind: "unavailable", reason: `no usable credential on target ${target.name}` };
+  return {
+    kind: "end",
+    outcome: { kind: "unavailable", reason: `no usable credential on target ${target.name}` },
+  };
+}
+
+async function requestFailed(
+  input: OpenAiRunInput,
+  error: unknown,
+  log: (line: string) => Promise<void>,
+): Promise<AgentOutcome> {
+  const { target } = input;
+  if (input.signal.aborted) return { kind: "aborted" };
+  const code = (error as { code?: string }).code;
+  if (code === "ETIMEDOUT" || (error as Error).name === "TimeoutError") {
+    await log(`# timed out after ${target.timeoutMs} ms`);
+    return {
+      kind: "failed",
+      diagnostic: diagnostic(
+        "agent_timeout",
+        `the model API of target ${target.name} did not answer within ${target.timeoutMs} ms`,
+        { target: target.name, metadata: { timeoutMs: target.timeoutMs } },
+      ),
+    };
+  }
+  await log(`# request failed: ${code ?? (error as Error).message}`);
+  return {
+    kind: "unavailable",
+    reason: `request failed (${code ?? "error"})`,
+    diagnostic: diagnostic(
+      "agent_failed",
+      `the model API of target ${target.name} could not be reached (${code ?? "error"})`,
+      { target: target.name },
+    ),
+  };
 }

@@ -1,6 +1,6 @@
 import { ok, type Reply, type RouteContext } from "../context.ts";
 import { notFound } from "../errors.ts";
-import { checkToolInput, runHostTool } from "../host-tool-exec.ts";
+import { runHostTool } from "../host-tool-exec.ts";
 import { allowOnlyKeys, bodyObject, pathParam } from "../input.ts";
 
 /**
@@ -13,8 +13,9 @@ export async function runHostToolRoute(ctx: RouteContext): Promise<Reply> {
   if (!tool) throw notFound("host tool");
   const body = bodyObject(ctx.req);
   allowOnlyKeys(body, ["input"]);
+  const { checkToolInput } = await import("../host-tool-input.ts");
   const input = checkToolInput(tool, body.input);
-  const result = await runHostTool(tool, input);
+  const result = await runHostTool(tool, input, ctx.principal.run?.worktree);
   ctx.deps.logger.info("host tool ran", {
     event: "api.host_tool",
     tool: tool.name,

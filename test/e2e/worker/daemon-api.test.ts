@@ -122,7 +122,7 @@ describe("the worker honours the daemon API (real processes, real Postgres)", ()
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it("an agent run gets its own sandboxed token and the daemon URL (setup steps get neither); the token dies with the run", async () => {
+  it("an agent run gets its own run token and the daemon URL (setup steps get neither); the token dies with the run", async () => {
     await writeFile(join(dir, "open-hold-b-hook"), "");
     const id = await postWebhook(url, "hold-b-hook", HOOK, {});
     const { runDir } = await runDirOf(id);
@@ -130,15 +130,18 @@ describe("the worker honours the daemon API (real processes, real Postgres)", ()
       await waitFor(async () => readFile(join(runDir, "agent-env.txt"), "utf8").catch(() => ""), "the agent"),
     );
     expect(agentEnv.SVC_DAEMON_URL).toBe(url);
+    expect(agentEnv.SVC_MCP_URL).toBe(`${url}/mcp`);
+    expect(agentEnv.SVC_MCP_CONFIG).toBe(join(runDir, "mcp.json"));
     const token = agentEnv.SVC_AGENT_TOKEN!;
+    expect(agentEnv.SVC_MCP_TOKEN).toBe(token);
     expect(token).toMatch(/^svct_/);
     const setupEnv = envFile(await readFile(join(runDir, "setup-env.txt"), "utf8"));
     expect(Object.keys(setupEnv).filter((name) => name.startsWith("SVC_"))).toEqual([]);
     expect(Object.values(setupEnv)).not.toContain(token);
-    // while the run lasts the token is valid, and marked sandboxed
+    // while the run lasts the token is valid; it is marked sandboxed only for a pipeline with a sandbox
     const during = await api("GET", "/whoami", token);
     expect(during.status).toBe(200);
-    expect(during.body).toMatchObject({ sandboxed: true });
+    expect(during.body).toMatchObject({ sandboxed: false });
     await writeFile(join(dir, "agent-open-hold-b-hook"), "");
     expect((await waitForTrigger(pool, id)).status).toBe("completed");
     expect((await api("GET", "/whoami", token)).status).toBe(401);

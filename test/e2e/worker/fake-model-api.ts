@@ -2,6 +2,8 @@ import { createServer, type Server } from "node:http";
 
 export type Answer =
   | { status: 200; content?: string }
+  /** successive chat completions answer these assistant messages in turn; the last one repeats */
+  | { status: 200; messages: Record<string, unknown>[] }
   | { status: 401 | 403 }
   | { status: 429; retryAfter?: string }
   | { status: 400 | 401; errorCode: "token_revoked" | "token_expired" };
@@ -9,6 +11,8 @@ export type Answer =
 export interface Request {
   path: string;
   key: string;
+  /** the parsed JSON body of a POST */
+  body?: Record<string, unknown>;
 }
 
 /**
@@ -35,7 +39,8 @@ export class FakeModelApi {
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", () => {
         const key = (request.headers.authorization ?? "").replace(/^Bearer /, "");
-        this.requests.push({ path: request.url ?? "", key });
+        const text = Buffer.concat(chunks).toString("utf8");
+        this.requests.push({ path: request.url ?? "", key, ...(text ? { body: JSON.parse(text) } : {}) });
         const answer = this.#answers.get(key) ?? { status: 401 };
         const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
           response.writeHead(status, { "content-type": "application/json", ...headers });
@@ -53,6 +58,17 @@ export class FakeModelApi {
           );
         } else if (answer.status !== 200) {
           send(answer.status, { error: { code: "invalid_api_key", message: "no" } });
+        } else if ("messages" in answer && !request.url?.endsWith("/models")) {
+          const turn = this.requests.filter(
+            (r) => r.key === key && r.path.endsWith("/chat/completions"),
+          ).length;
+          const message = answer.messages[Math.min(turn, answer.messages.length) - 1];
+          const calls = Boolean(message?.tool_calls);
+          send(200, {
+            id: `chatcmpl-${turn}`,
+            object: "chat.completion",
+            choices: [{ index: 0, message, finish_reason: calls ? "tool_calls" : "stop" }],
+          });
         } else if (request.url?.endsWith("/models")) {
           send(200, { object: "list", data: [{ id: "test-model", object: "model" }] });
         } else {
@@ -62,7 +78,10 @@ export class FakeModelApi {
             choices: [
               {
                 index: 0,
-                message: { role: "assistant", content: answer.content ?? '{"answer": "yes"}' },
+                message: {
+                  role: "assistant",
+                  content: ("content" in answer ? answer.content : undefined) ?? '{"answer": "yes"}',
+                },
                 finish_reason: "stop",
               },
             ],

@@ -1,62 +1,348 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { issueRunToken } from "../../../db/api_tokens.ts";
+import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
-import { type ApiHarness, apiConfig, startApi, tokensBlock } from "./support.ts";
+import { type ApiHarness, apiConfig, seedLineage, startApi, tokensBlock } from "./support.ts";
 
-/** The tool protocol's own scope gate: every under-scoped call answers the JSON-RPC error Forbidden. */
+/**
+ * The tool protocol driven by the MCP SDK's own client over Streamable HTTP: what each kind of
+ * caller sees in tools/list, which calls it may make, and that a refused or invalid call runs nothing.
+ */
 let db: TestDatabase;
 let api: ApiHarness;
+let dir: string;
+let sandboxed: string;
+let runToken: string;
+let invocation: string;
+
+function withMarkTool(config: ConfigSnapshot): ConfigSnapshot {
+  return {
+    ...config,
+    hostTools: {
+      ...config.hostTools,
+      mark: {
+        name: "mark",
+        description: "create the file named by path",
+        input: { path: { type: "string", required: true }, count: { type: "integer", required: false } },
+        exec: "/usr/bin/touch",
+        args: ["$path"],
+        env: {},
+      },
+    },
+  };
+}
+
+async function connect(url: string, token?: string): Promise<Client> {
+  const client = new Client({ name: "svc-test", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+    requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+async function toolNames(client: Client): Promise<string[]> {
+  return (await client.listTools()).tools.map((tool) => tool.name).sort();
+}
+
+function text(result: Awaited<ReturnType<Client["callTool"]>>): string {
+  return (result.content as { type: string; text: string }[]).map((part) => part.text).join("");
+}
 
 beforeAll(async () => {
   db = await createTestDatabase(inject("adminDatabaseUrl"));
+  dir = await mkdtemp(join(tmpdir(), "svc-mcp-"));
   api = await startApi(
     db.url,
-    apiConfig({
-      tokens: tokensBlock({
-        reader: ["mcp:read"],
-        writer: ["mcp:write"],
-        lint: ["mcp:write", "host:execute:lint"],
-        onlyexec: ["host:execute:lint"],
+    withMarkTool(
+      apiConfig({
+        tokens: tokensBlock({
+          reader: ["mcp:read"],
+          writer: ["mcp:write"],
+          marker: ["mcp:read", "host:execute:mark"],
+          onlyexec: ["host:execute:mark"],
+          star: ["*"],
+        }),
       }),
-    }),
+    ),
   );
+  const ids = await seedLineage(api.pool);
+  invocation = ids.invocation;
+  const scopes = ["mcp:read", "mcp:write", "host:execute:mark"];
+  const binding = { pipeline: "plain", agent: "reviewer", repo: "acme/app", worktree: dir };
+  const expiresAt = new Date(Date.now() + 600_000);
+  sandboxed = (
+    await issueRunToken(api.pool, {
+      invocationId: invocation,
+      scopes,
+      sandboxed: true,
+      expiresAt,
+      run: binding,
+    })
+  ).token;
+  runToken = (
+    await issueRunToken(api.pool, {
+      invocationId: invocation,
+      scopes,
+      sandboxed: false,
+      expiresAt,
+      run: binding,
+    })
+  ).token;
 });
 
 afterAll(async () => {
   await api?.close();
   await db?.drop();
+  await rm(dir, { recursive: true, force: true });
 });
 
-const call = {
-  jsonrpc: "2.0",
-  id: 3,
-  method: "tools/call",
-  params: { name: "host_lint", arguments: { path: "p" } },
-};
-const list = { jsonrpc: "2.0", id: 4, method: "tools/list" };
+describe("tools/list is filtered by scope", () => {
+  it("initialize negotiates with the SDK and names the server", async () => {
+    const client = await connect(api.url, "secret-reader");
+    expect(client.getServerVersion()?.name).toBe("svc");
+    expect(client.getServerCapabilities()?.tools).toBeDefined();
+    await client.close();
+  });
 
-const cases: [string, string, unknown, boolean][] = [
-  ["mcp:read", "secret-reader", list, true],
-  ["mcp:read", "secret-reader", call, false],
-  ["mcp:write", "secret-writer", list, true],
-  ["mcp:write without host:execute:lint", "secret-writer", call, false],
-  ["mcp:write + host:execute:lint", "secret-lint", call, true],
-  ["host:execute:lint alone", "secret-onlyexec", list, false],
-  ["host:execute:lint alone", "secret-onlyexec", call, false],
-];
+  it("mcp:read sees the read tools only, each marked readOnlyHint", async () => {
+    const client = await connect(api.url, "secret-reader");
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(["get_trace", "read_note", "search_notes"]);
+    for (const tool of tools) expect(tool.annotations?.readOnlyHint).toBe(true);
+    await client.close();
+  });
 
-describe("tool-protocol scopes", () => {
-  for (const [label, token, body, allowed] of cases) {
-    const method = (body as { method: string }).method;
-    it(`${method} with ${label} is ${allowed ? "allowed" : "Forbidden"}`, async () => {
-      const response = await api.request("POST", "/mcp", { token, body });
-      const answer = (await response.json()) as { error?: { message: string } };
-      if (allowed) {
-        expect(response.status).toBe(200);
-        expect(answer.error).toBeUndefined();
-      } else {
-        expect(response.status).toBe(403);
-        expect(answer.error?.message).toBe("Forbidden");
-      }
+  it("mcp:write adds the write tools but no host tool", async () => {
+    const client = await connect(api.url, "secret-writer");
+    expect(await toolNames(client)).toEqual(["get_trace", "read_note", "search_notes", "submit_note"]);
+    const submit = (await client.listTools()).tools.find((tool) => tool.name === "submit_note");
+    expect(submit?.annotations?.readOnlyHint).toBe(false);
+    await client.close();
+  });
+
+  it("host:execute:mark adds host_mark, with its input as a strict JSON schema", async () => {
+    const client = await connect(api.url, "secret-marker");
+    expect(await toolNames(client)).toEqual(["get_trace", "host_mark", "read_note", "search_notes"]);
+    const mark = (await client.listTools()).tools.find((tool) => tool.name === "host_mark");
+    expect(mark?.inputSchema).toMatchObject({
+      type: "object",
+      properties: { path: { type: "string" }, count: { type: "integer" } },
+      required: ["path"],
+      additionalProperties: false,
     });
-  }
+    await client.close();
+  });
+
+  it("* sees every tool; a sandboxed run token never sees host tools", async () => {
+    const star = await connect(api.url, "secret-star");
+    expect(await toolNames(star)).toEqual([
+      "get_trace",
+      "host_lint",
+      "host_mark",
+      "read_note",
+      "search_notes",
+      "submit_note",
+    ]);
+    await star.close();
+    const box = await connect(api.url, sandboxed);
+    expect(await toolNames(box)).toEqual(["get_trace", "read_note", "search_notes", "submit_note"]);
+    await box.close();
+  });
+
+  it("a token without mcp:read cannot open the protocol (403 Forbidden)", async () => {
+    await expect(connect(api.url, "secret-onlyexec")).rejects.toThrow(/Forbidden/);
+    const response = await fetch(`${api.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: "Bearer secret-onlyexec",
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(response.status).toBe(403);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe("Forbidden");
+  });
+});
+
+describe("tools/call", () => {
+  it("a read tool works with mcp:read", async () => {
+    const client = await connect(api.url, "secret-reader");
+    const result = await client.callTool({ name: "search_notes", arguments: {} });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ notes: [] });
+    await client.close();
+  });
+
+  it("a write tool is refused for mcp:read with exactly Forbidden, and writes nothing", async () => {
+    const client = await connect(api.url, "secret-reader");
+    await expect(client.callTool({ name: "submit_note", arguments: { body: "x" } })).rejects.toMatchObject({
+      code: -32001,
+      message: "MCP error -32001: Forbidden",
+    });
+    await client.close();
+    // the wire answer itself: the JSON-RPC error message is exactly `Forbidden`
+    const raw = await fetch(`${api.url}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: "Bearer secret-reader",
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 7,
+        method: "tools/call",
+        params: { name: "submit_note", arguments: { body: "x" } },
+      }),
+    });
+    expect(await raw.json()).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      error: { code: -32001, message: "Forbidden" },
+    });
+    const { rows } = await api.pool.query("SELECT count(*)::int AS n FROM svc.notes");
+    expect(rows[0].n).toBe(0);
+  });
+
+  it("a write tool works with mcp:write", async () => {
+    const client = await connect(api.url, "secret-writer");
+    const result = await client.callTool({
+      name: "submit_note",
+      arguments: { title: "t", body: "written by a token", tags: ["a"] },
+    });
+    expect(result.isError).toBeFalsy();
+    const id = (result.structuredContent as { id: string }).id;
+    expect(id).toMatch(/^not_/);
+    const read = await client.callTool({ name: "read_note", arguments: { id } });
+    expect(read.structuredContent).toMatchObject({ id, title: "t", body: "written by a token", tags: ["a"] });
+    await client.close();
+  });
+
+  it("a run token's note belongs to its run; get_trace shows its own lineage", async () => {
+    const client = await connect(api.url, runToken);
+    const result = await client.callTool({ name: "submit_note", arguments: { body: "from the run" } });
+    expect(result.structuredContent).toMatchObject({
+      pipeline: "plain",
+      agent: "reviewer",
+      repo: "acme/app",
+    });
+    const { rows } = await api.pool.query("SELECT invocation_id FROM svc.notes WHERE body = 'from the run'");
+    expect(rows).toEqual([{ invocation_id: invocation }]);
+    const trace = await client.callTool({ name: "get_trace", arguments: {} });
+    expect(trace.structuredContent).toMatchObject({ invocation, invocations: [{ id: invocation }] });
+    await client.close();
+  });
+
+  it("a host tool is refused for mcp:write and for a sandboxed run token; nothing runs", async () => {
+    const marker = join(dir, "refused");
+    for (const token of ["secret-writer", sandboxed]) {
+      const client = await connect(api.url, token);
+      await expect(client.callTool({ name: "host_mark", arguments: { path: marker } })).rejects.toMatchObject(
+        { code: -32001, message: "MCP error -32001: Forbidden" },
+      );
+      // an unknown host tool is refused the same way: names cannot be probed
+      await expect(client.callTool({ name: "host_nope", arguments: {} })).rejects.toMatchObject({
+        code: -32001,
+      });
+      await client.close();
+    }
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("a host tool runs for host:execute:mark and for *, and reports its exit code", async () => {
+    for (const [token, name] of [
+      ["secret-marker", "by-scope"],
+      ["secret-star", "by-star"],
+    ] as const) {
+      const marker = join(dir, name);
+      const client = await connect(api.url, token);
+      const result = await client.callTool({ name: "host_mark", arguments: { path: marker } });
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toMatchObject({ tool: "mark", exitCode: 0, stdout: "", stderr: "" });
+      expect(existsSync(marker)).toBe(true);
+      await client.close();
+    }
+  });
+
+  it("a host tool runs in the caller's run worktree", async () => {
+    const client = await connect(api.url, runToken);
+    const result = await client.callTool({ name: "host_mark", arguments: { path: "relative-marker" } });
+    expect(result.isError).toBeFalsy();
+    expect(existsSync(join(dir, "relative-marker"))).toBe(true);
+    await client.close();
+  });
+
+  it("bad input is refused before anything runs", async () => {
+    const client = await connect(api.url, "secret-star");
+    const cases: Record<string, unknown>[] = [
+      { path: join(dir, "bad-type"), count: "three" },
+      { path: join(dir, "bad-extra"), extra: true },
+      { count: 1 },
+      { path: 42 },
+    ];
+    for (const args of cases) {
+      const result = await client.callTool({ name: "host_mark", arguments: args });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toContain("Input validation error");
+    }
+    expect(existsSync(join(dir, "bad-type"))).toBe(false);
+    expect(existsSync(join(dir, "bad-extra"))).toBe(false);
+    const note = await client.callTool({ name: "submit_note", arguments: { title: "no body" } });
+    expect(note.isError).toBe(true);
+    const { rows } = await api.pool.query("SELECT count(*)::int AS n FROM svc.notes WHERE title = 'no body'");
+    expect(rows[0].n).toBe(0);
+    await client.close();
+  });
+});
+
+describe("transport and authentication", () => {
+  it("GET and DELETE /mcp answer 405", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const response = await fetch(`${api.url}/mcp`, { method, headers: { accept: "text/event-stream" } });
+      expect(response.status).toBe(405);
+      expect(response.headers.get("allow")).toBe("POST");
+    }
+  });
+
+  it("a token that matches nothing gets 401", async () => {
+    await expect(connect(api.url, "secret-wrong")).rejects.toThrow();
+    const response = await api.request("POST", "/mcp", {
+      token: "secret-wrong",
+      body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+    });
+    expect(response.status).toBe(401);
+  });
+
+  it("an anonymous loopback client of a local install has *", async () => {
+    const local = await startApi(db.url, withMarkTool(apiConfig(null, "127.0.0.1")));
+    try {
+      const client = await connect(local.url);
+      expect(await toolNames(client)).toContain("host_mark");
+      await client.close();
+    } finally {
+      await local.close();
+    }
+  });
+
+  it("without a token, a daemon reachable off the machine answers 401", async () => {
+    const exposed = await startApi(db.url, withMarkTool(apiConfig(null, "0.0.0.0")));
+    try {
+      await expect(connect(exposed.url)).rejects.toThrow();
+      const response = await exposed.request("POST", "/mcp", {
+        body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      });
+      expect(response.status).toBe(401);
+    } finally {
+      await exposed.close();
+    }
+  });
 });

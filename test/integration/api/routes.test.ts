@@ -18,6 +18,19 @@ let done: SeededLineage;
 let failed: SeededLineage;
 const STAR = "secret-star";
 
+/** A POST to the tool protocol as a Streamable HTTP client sends it (the Accept header it requires). */
+function mcpPost(token: string, body: unknown): Promise<Response> {
+  return fetch(`${api.url}/mcp`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    },
+    body: JSON.stringify(body),
+  });
+}
+
 async function json<T = Record<string, unknown>>(response: Response): Promise<T> {
   return (await response.json()) as T;
 }
@@ -278,47 +291,39 @@ describe("host tools and the tool protocol", () => {
         })
       ).status,
     ).toBe(403);
-    const call = await api.request("POST", "/mcp", {
-      token: sandbox.token,
-      body: {
-        jsonrpc: "2.0",
-        id: 7,
-        method: "tools/call",
-        params: { name: "host_lint", arguments: { path: "x" } },
-      },
+    const call = await mcpPost(sandbox.token, {
+      jsonrpc: "2.0",
+      id: 7,
+      method: "tools/call",
+      params: { name: "host_lint", arguments: { path: "x" } },
     });
-    expect(call.status).toBe(403);
     expect(await json(call)).toEqual({
       jsonrpc: "2.0",
       id: 7,
       error: { code: -32001, message: "Forbidden" },
     });
-    const list = await api.request("POST", "/mcp", {
-      token: sandbox.token,
-      body: { jsonrpc: "2.0", id: 8, method: "tools/list" },
-    });
+    const list = await mcpPost(sandbox.token, { jsonrpc: "2.0", id: 8, method: "tools/list" });
     expect(list.status).toBe(200);
+    const names = (await json<{ result: { tools: { name: string }[] } }>(list)).result.tools.map(
+      (t) => t.name,
+    );
+    expect(names).not.toContain("host_lint");
   });
 
   it("lists host tools as host_<name> and calls them with *", async () => {
     const list = await json<{ result: { tools: { name: string }[] } }>(
-      await api.request("POST", "/mcp", {
-        token: STAR,
-        body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      await mcpPost(STAR, { jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    );
+    expect(list.result.tools.map((tool) => tool.name)).toContain("host_lint");
+    const call = await json<{ result: { structuredContent: Record<string, unknown>; isError?: boolean } }>(
+      await mcpPost(STAR, {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: { name: "host_lint", arguments: { path: "src" } },
       }),
     );
-    expect(list.result.tools.map((tool) => tool.name)).toEqual(["host_lint"]);
-    const call = await json<{ result: { content: { text: string }[]; isError: boolean } }>(
-      await api.request("POST", "/mcp", {
-        token: STAR,
-        body: {
-          jsonrpc: "2.0",
-          id: 2,
-          method: "tools/call",
-          params: { name: "host_lint", arguments: { path: "src" } },
-        },
-      }),
-    );
-    expect(call.result).toEqual({ content: [{ type: "text", text: "checked src\n" }], isError: false });
+    expect(call.result.isError).toBeFalsy();
+    expect(call.result.structuredContent).toMatchObject({ exitCode: 0, stdout: "checked src\n" });
   });
 });

@@ -167,7 +167,7 @@ describe("reaper and retention sweeper", () => {
       id: newId("note"),
       invocationId: null,
       pipeline: "p",
-      subject: "s",
+      title: "s",
       body: "keep me",
     });
     // transcriptRetentionDays 5 is clamped up to the checkout tier of 10

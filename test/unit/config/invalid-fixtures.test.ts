@@ -68,6 +68,26 @@ const CASES: [string, string, string][] = [
     'daemon.yaml: "host_tools.lint.args[1]" references $file, which is not a field of "host_tools.lint.input" - declare it there or remove the reference',
   ],
   [
+    "pipeline-unknown-tool",
+    "unknown_tool",
+    'pipelines/main.yaml: host tool "deploy" at "tools[1]" is not defined - add it to "host_tools" in daemon.yaml (defined: lint)',
+  ],
+  [
+    "target-auth-failure-empty",
+    "required",
+    'daemon.yaml: "targets.local.auth_failure" needs "exit_codes", "stderr" or both',
+  ],
+  [
+    "target-max-turns-zero",
+    "invalid_value",
+    'daemon.yaml: "targets.gpt.max_turns" must be between 1 and 1000 (got 0)',
+  ],
+  [
+    "credential-env-reserved",
+    "invalid_value",
+    'daemon.yaml: env "SVC_KEY" is reserved - names starting SVC_ belong to svc; rename the variable',
+  ],
+  [
     "knowledge-delivery",
     "invalid_value",
     'pipelines/main.yaml: "knowledge.delivery" must be one of prompt, file, search, browse (got "email")',

@@ -1,0 +1,66 @@
+import { Command, Flags } from "@oclif/core";
+import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+
+export interface NoteView {
+  id: string;
+  title: string | null;
+  body: string;
+  tags: string[];
+  pipeline: string | null;
+  agent: string | null;
+  repo: string | null;
+  invocation: string | null;
+  createdAt: string;
+}
+
+export default class NotesList extends Command {
+  static override summary = "List notes, newest first";
+  static override description =
+    "Lists the notes agents kept (the submit_note tool) and imported notes (GET /notes). Filter by pipeline, " +
+    "agent, repo, tag, or words that must all appear. Needs `workloads:read`; notes are not owner-bound, so " +
+    "every note is listed whoever's run wrote it.";
+  static override examples = [
+    "<%= config.bin %> notes list",
+    "<%= config.bin %> notes list --pipeline pr-review --tag flaky",
+    '<%= config.bin %> notes list --query "deploy rollback" --json',
+  ];
+  static override enableJsonFlag = true;
+  static override flags = {
+    pipeline: Flags.string({ description: "only notes of this pipeline", helpValue: "<name>" }),
+    agent: Flags.string({ description: "only notes of this agent", helpValue: "<name>" }),
+    repo: Flags.string({ description: "only notes about this repository", helpValue: "<owner/name>" }),
+    tag: Flags.string({ description: "only notes with this tag", helpValue: "<tag>" }),
+    query: Flags.string({ char: "q", description: "words that must all appear", helpValue: "<words>" }),
+    limit: Flags.integer({ description: "at most this many", default: 50, min: 1, max: 500 }),
+  };
+
+  async run(): Promise<{ notes: NoteView[] }> {
+    const { flags } = await this.parse(NotesList);
+    let answer: { notes: NoteView[] };
+    try {
+      const client = await connectDaemon();
+      answer = await client.get("/notes", {
+        pipeline: flags.pipeline,
+        agent: flags.agent,
+        repo: flags.repo,
+        tag: flags.tag,
+        q: flags.query,
+        limit: flags.limit,
+      });
+    } catch (error) {
+      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
+        this.error(error.message, { exit: 1 });
+      throw error;
+    }
+    if (!this.jsonEnabled()) {
+      if (!answer.notes.length) this.log("no notes match");
+      for (const note of answer.notes) {
+        const tags = note.tags.length ? `[${note.tags.join(", ")}]` : "-";
+        this.log(
+          [note.id, note.createdAt, note.pipeline ?? "-", tags, note.title ?? "(untitled)"].join("  "),
+        );
+      }
+    }
+    return answer;
+  }
+}

@@ -1,0 +1,39 @@
+import { z } from "zod";
+import { listNotes } from "../../../db/notes.ts";
+import { type ToolDefinition, textResult } from "../tool.ts";
+
+const PREVIEW_CHARS = 280;
+
+/** `search_notes`: notes whose title, body or tags contain every word of `query`, newest first. */
+export const searchNotes: ToolDefinition = {
+  name: "search_notes",
+  description:
+    "Search the notes earlier runs kept. Every word of `query` must appear; narrow with pipeline, agent, repo or tag. Read a whole note with read_note.",
+  access: "read",
+  input: z
+    .object({
+      query: z.string().max(500).optional().describe("words to look for"),
+      pipeline: z.string().max(200).optional(),
+      agent: z.string().max(200).optional(),
+      repo: z.string().max(200).optional(),
+      tag: z.string().max(64).optional(),
+      limit: z.number().int().min(1).max(100).optional().describe("at most this many (default 20)"),
+    })
+    .strict(),
+  async run(input, { deps }) {
+    const filter = input as Parameters<typeof listNotes>[1] & { limit?: number };
+    const notes = await listNotes(deps.pool, { ...filter, limit: filter.limit ?? 20 });
+    return textResult({
+      notes: notes.map((note) => ({
+        id: note.id,
+        title: note.title,
+        pipeline: note.pipeline,
+        agent: note.agent,
+        repo: note.repo,
+        tags: note.tags,
+        created_at: note.created_at.toISOString(),
+        preview: note.body.length > PREVIEW_CHARS ? `${note.body.slice(0, PREVIEW_CHARS)}…` : note.body,
+      })),
+    });
+  },
+};

@@ -1,0 +1,71 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax, quoted literally
+import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../../shared/config/load.ts";
+
+const BASE = join(import.meta.dirname, "../../fixtures/config/invalid/host-tool-relative-exec");
+let dir: string;
+
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("agent tool keys", () => {
+  it("reads pipeline tools, openai max_turns, command auth_failure and credential env names", async () => {
+    dir = await mkdtemp(join(tmpdir(), "svc-agent-tools-"));
+    await cp(BASE, dir, { recursive: true });
+    await writeFile(
+      join(dir, "daemon.yaml"),
+      `webhooks:
+  sources:
+    hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
+targets:
+  local:
+    runtime: command
+    command: ["/bin/cat"]
+    credentials:
+      - { name: main, secret: "\${HOOK_TOKEN}", env: AGENT_API_KEY }
+    auth_failure: { exit_codes: [77], stderr: "401|invalid api key" }
+  gpt:
+    runtime: openai
+    base_url: https://api.example.com/v1
+    model: m
+  capped:
+    runtime: openai
+    base_url: https://api.example.com/v1
+    model: m
+    max_turns: 5
+ask:
+  targets: [local]
+host_tools:
+  lint:
+    description: Lint.
+    input: { path: { type: string, required: true, description: the file to lint } }
+    exec: /usr/bin/npx
+    args: [biome, check, "$path"]
+`,
+    );
+    await writeFile(
+      join(dir, "pipelines", "main.yaml"),
+      "version: 1.0.0\nagent: bot\ntargets: [local]\ntools: [lint]\ninstructions: Lint.\n",
+    );
+    const result = await loadConfig({ dir, env: { HOOK_TOKEN: "t" } });
+    expect(result.problems).toEqual([]);
+    if (!result.ok) return;
+    const { targets, pipelines, hostTools } = result.config;
+    expect(pipelines.main?.tools).toEqual(["lint"]);
+    expect(targets.local).toMatchObject({
+      credentials: [{ name: "main", env: "AGENT_API_KEY" }],
+      authFailure: { exitCodes: [77], stderr: "401|invalid api key" },
+    });
+    expect(targets.gpt).toMatchObject({ maxTurns: 20 });
+    expect(targets.capped).toMatchObject({ maxTurns: 5 });
+    expect(hostTools.lint?.input.path).toEqual({
+      type: "string",
+      required: true,
+      description: "the file to lint",
+    });
+  });
+});

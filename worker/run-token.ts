@@ -1,0 +1,102 @@
+import { chmod, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { issueRunToken, revokeInvocationTokens } from "../db/api_tokens.ts";
+import type { Queryable } from "../db/queryable.ts";
+import { DEFAULT_MAX_TURNS } from "../shared/config/agent-tools.ts";
+import type { Pipeline, Target } from "../shared/config/types.ts";
+
+/** Scopes every run token carries: the tool protocol (read and write) and knowledge reads. */
+export const RUN_TOKEN_SCOPES = ["mcp:read", "mcp:write", "knowledge:read"];
+
+/** What an agent gets to reach the daemon's tools during one run. */
+export interface RunAccess {
+  token: string;
+  /** the daemon's tool protocol endpoint, `<daemon>/mcp` */
+  mcpUrl: string;
+  /** exported to the agent process only, never to setup steps */
+  env: Record<string, string>;
+}
+
+export interface RunTokenRequest {
+  db: Queryable;
+  /** where agents reach the daemon (SVC_DAEMON_URL, else the configured ingress address) */
+  daemonUrl: string | undefined;
+  invocationId: string;
+  pipeline: Pipeline;
+  agent?: string;
+  repo?: string;
+  worktree: string;
+  runDir: string;
+  /** the token expires this long after issue should the worker die before revoking it */
+  lifetimeMs: number;
+}
+
+/**
+ * How long a run token lives should nobody revoke it: the longest the agent may take (a command's
+ * timeout; for an agent loop, the request timeout for each of its turns) plus a minute.
+ */
+export function runTokenLifetimeMs(target: Target): number {
+  const turns = target.runtime === "openai" ? (target.maxTurns ?? DEFAULT_MAX_TURNS) : 1;
+  return target.timeoutMs * turns + 60_000;
+}
+
+/** The scopes of a pipeline's run token: the base scopes plus `host:execute:<name>` per listed tool. */
+export function runTokenScopes(pipeline: Pick<Pipeline, "tools">): string[] {
+  return [...RUN_TOKEN_SCOPES, ...(pipeline.tools ?? []).map((name) => `host:execute:${name}`)];
+}
+
+/**
+ * The `mcpServers` file agent CLIs load (`RUN_DIR/mcp.json`): one HTTP server, `svc`, with the run
+ * token as bearer. It holds the token, so only the run's user may read it.
+ */
+export async function writeMcpConfig(runDir: string, mcpUrl: string, token: string): Promise<string> {
+  const file = join(runDir, "mcp.json");
+  const config = {
+    mcpServers: { svc: { type: "http", url: mcpUrl, headers: { Authorization: `Bearer ${token}` } } },
+  };
+  await writeFile(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  await chmod(file, 0o600);
+  return file;
+}
+
+/**
+ * Runs `work` with a token bound to this invocation: scopes from runTokenScopes, marked sandboxed
+ * when the pipeline runs in a sandbox (host tools then refuse it whatever its scopes). The token is
+ * revoked when `work` ends, however it ends, and expires on its own after `lifetimeMs`.
+ */
+export async function withRunToken<T>(
+  request: RunTokenRequest,
+  work: (access: RunAccess) => Promise<T>,
+): Promise<T> {
+  const { db, invocationId, pipeline } = request;
+  const issued = await issueRunToken(db, {
+    invocationId,
+    scopes: runTokenScopes(pipeline),
+    sandboxed: pipeline.sandbox !== undefined,
+    expiresAt: new Date(Date.now() + request.lifetimeMs),
+    run: {
+      pipeline: pipeline.name,
+      ...(request.agent ? { agent: request.agent } : {}),
+      ...(request.repo ? { repo: request.repo } : {}),
+      worktree: request.worktree,
+    },
+  });
+  try {
+    const daemon = (request.daemonUrl ?? "").replace(/\/+$/, "");
+    const mcpUrl = daemon ? `${daemon}/mcp` : "";
+    const env: Record<string, string> = { SVC_AGENT_TOKEN: issued.token };
+    if (daemon) {
+      const config = await writeMcpConfig(request.runDir, mcpUrl, issued.token);
+      Object.assign(env, {
+        SVC_DAEMON_URL: daemon,
+        SVC_MCP_URL: mcpUrl,
+        SVC_MCP_TOKEN: issued.token,
+        SVC_MCP_CONFIG: config,
+      });
+    }
+    return await work({ token: issued.token, mcpUrl, env });
+  } finally {
+    // a failed revoke leaves a token that expires on its own; the run's end must not wait on it
+    await revokeInvocationTokens(db, invocationId).catch(() => {});
+  }
+}
