@@ -17,7 +17,7 @@ export function pairOf(map: YAMLMap | undefined, key: string): Pair | undefined 
 }
 
 /** The plain value of a pair (a mapping becomes an object, a list an array). */
-export function valueOf(pair: Pair | undefined): unknown {
+export function plainValue(pair: Pair | undefined): unknown {
   const value = pair?.value as Node | null | undefined;
   if (value === null || value === undefined) return undefined;
   return typeof (value as { toJSON?: unknown }).toJSON === "function"

@@ -1,5 +1,5 @@
 import { isMap, type YAMLMap } from "yaml";
-import { mapAt, markTodo, pairOf, setAtEnd, valueOf } from "../edit.ts";
+import { mapAt, markTodo, pairOf, plainValue, setAtEnd } from "../edit.ts";
 import type { Rewrite } from "./step.ts";
 
 /** What a pipeline (before 0.6.5) or `ask` (before 0.10.0) said about the model it runs on. */
@@ -24,7 +24,7 @@ const slug = (text: string) =>
 export function namedTarget(d: Rewrite, legacy: LegacyTarget, usedBy: string): string {
   const targets = mapAt(d.doc, ["targets"]);
   for (const item of targets?.items ?? []) {
-    const spec = valueOf(item) as Record<string, unknown> | undefined;
+    const spec = plainValue(item) as Record<string, unknown> | undefined;
     if (spec && spec.runtime === legacy.runtime && spec.model === legacy.model && !legacy.credential)
       return String((item.key as { value: unknown }).value);
   }

@@ -1,5 +1,5 @@
 import { isMap, isScalar, type YAMLMap } from "yaml";
-import { deleteKey, dropIfEmpty, has, mapAt, pairOf, replaceKey, setAtEnd, valueOf } from "../edit.ts";
+import { deleteKey, dropIfEmpty, has, mapAt, pairOf, plainValue, replaceKey, setAtEnd } from "../edit.ts";
 import { convertOutput } from "./outputs.ts";
 import { daemon, type Rewrite, rewrites, type Step } from "./step.ts";
 import { namedTarget } from "./targets.ts";
@@ -16,12 +16,12 @@ export const v0_10_0: Step = {
   apply(tree) {
     const d = daemon(tree, this.release);
     const bots = d
-      ? Object.keys((valueOf(pairOf(mapAt(d.doc, ["channels", "chat"]), "bots")) ?? {}) as object)
+      ? Object.keys((plainValue(pairOf(mapAt(d.doc, ["channels", "chat"]), "bots")) ?? {}) as object)
       : [];
     const pipelines = rewrites(tree, this.release, "pipelines/");
     for (const p of pipelines) {
       const root = mapAt(p.doc, []);
-      if (root && has(root, "output")) outputs(p, root, valueOf(pairOf(root, "output")), bots);
+      if (root && has(root, "output")) outputs(p, root, plainValue(pairOf(root, "output")), bots);
     }
     if (d) {
       defaultsOutput(d, pipelines, bots);
@@ -42,7 +42,7 @@ export const v0_10_0: Step = {
         );
         continue;
       }
-      const version = valueOf(pairOf(meta, "version"));
+      const version = plainValue(pairOf(meta, "version"));
       if (mapAt(s.doc, ["metadata"])) {
         deleteKey(s.doc, meta, "version");
         setAtEnd(s.doc, ["metadata"], "version", version);
@@ -88,7 +88,7 @@ function outputs(p: Rewrite, root: YAMLMap, value: unknown, bots: readonly strin
 function defaultsOutput(d: Rewrite, pipelines: Rewrite[], bots: readonly string[]): void {
   const defaults = mapAt(d.doc, ["defaults"]);
   if (!defaults || !has(defaults, "output")) return;
-  const value = valueOf(pairOf(defaults, "output"));
+  const value = plainValue(pairOf(defaults, "output"));
   const converted = convertOutput(value, bots);
   if ("reason" in converted) {
     d.todo(
@@ -140,7 +140,7 @@ function ask(d: Rewrite): void {
 
 /** `<path>.target: x` → `<path>.targets: [x]`, where it stood. */
 function toList(d: Rewrite, map: YAMLMap, path: string[]): void {
-  const value = valueOf(pairOf(map, "target"));
+  const value = plainValue(pairOf(map, "target"));
   if (has(map, "targets") || typeof value !== "string") {
     d.todo(
       map,

@@ -1,4 +1,4 @@
-import { has, mapAt, pairOf, valueOf } from "../edit.ts";
+import { has, mapAt, pairOf, plainValue } from "../edit.ts";
 import { daemon, type Rewrite, rewrites, type Step } from "./step.ts";
 
 /**
@@ -15,11 +15,11 @@ export const v0_6_1: Step = {
     const d = daemon(tree, this.release);
     const sandboxes = d && mapAt(d.doc, ["sandboxes"]);
     if (d && sandboxes && has(sandboxes, "forwardEnv"))
-      todo(d, ["sandboxes"], "each pipeline's", valueOf(pairOf(sandboxes, "forwardEnv")));
+      todo(d, ["sandboxes"], "each pipeline's", plainValue(pairOf(sandboxes, "forwardEnv")));
     for (const p of rewrites(tree, this.release, "pipelines/")) {
       const sandbox = mapAt(p.doc, ["sandbox"]);
       if (sandbox && has(sandbox, "forwardEnv"))
-        todo(p, ["sandbox"], "this pipeline's", valueOf(pairOf(sandbox, "forwardEnv")));
+        todo(p, ["sandbox"], "this pipeline's", plainValue(pairOf(sandbox, "forwardEnv")));
     }
   },
 };

@@ -1,5 +1,5 @@
 import { isScalar, type YAMLMap } from "yaml";
-import { deleteKey, has, mapAt, pairOf, replaceKey, valueOf } from "../edit.ts";
+import { deleteKey, has, mapAt, pairOf, plainValue, replaceKey } from "../edit.ts";
 import { daemon, type Rewrite, rewrites, type Step } from "./step.ts";
 import { type LegacyTarget, namedTarget } from "./targets.ts";
 
@@ -43,7 +43,7 @@ function migratePipeline(p: Rewrite, root: YAMLMap, d: Rewrite, present: string[
     ...(text(root, "credential") ? { credential: text(root, "credential") } : {}),
   };
   const names = [namedTarget(d, primary, p.file)];
-  const fallbacks = valueOf(pairOf(root, "fallbacks"));
+  const fallbacks = plainValue(pairOf(root, "fallbacks"));
   for (const fallback of Array.isArray(fallbacks) ? fallbacks : []) {
     // a bare string is a model on the same runtime; a mapping spells runtime, model, credential out
     const legacy: LegacyTarget =

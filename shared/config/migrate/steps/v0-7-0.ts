@@ -1,5 +1,5 @@
 import { isScalar } from "yaml";
-import { deleteKey, has, mapAt, pairOf, replaceKey, valueOf } from "../edit.ts";
+import { deleteKey, has, mapAt, pairOf, plainValue, replaceKey } from "../edit.ts";
 import { daemon, rewrites, type Step } from "./step.ts";
 
 /**
@@ -14,7 +14,7 @@ export const v0_7_0: Step = {
     const d = daemon(tree, this.release);
     const workspaces = d && mapAt(d.doc, ["workspaces"]);
     if (d && workspaces && has(workspaces, "retentionDays")) {
-      const days = valueOf(pairOf(workspaces, "retentionDays"));
+      const days = plainValue(pairOf(workspaces, "retentionDays"));
       // one number used to keep both checkouts and transcripts: keeping both for as long is the same behaviour
       const tiers = ["checkoutRetentionDays", "transcriptRetentionDays"].filter(
         (key) => !has(workspaces, key),
@@ -48,7 +48,9 @@ export const v0_7_0: Step = {
             'both "assess" and "guidance" are set - keep "guidance" and delete "assess"',
           );
         else {
-          replaceKey(p.doc, orchestrator, "assess", [["guidance", valueOf(pairOf(orchestrator, "assess"))]]);
+          replaceKey(p.doc, orchestrator, "assess", [
+            ["guidance", plainValue(pairOf(orchestrator, "assess"))],
+          ]);
           p.changed('renamed "orchestrator.assess" to "orchestrator.guidance"');
         }
       }

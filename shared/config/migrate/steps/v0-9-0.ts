@@ -6,9 +6,9 @@ import {
   mapAt,
   moveComments,
   pairOf,
+  plainValue,
   replaceKey,
   setAtEnd,
-  valueOf,
 } from "../edit.ts";
 import { splitCommand } from "./host-tool-command.ts";
 import { daemon, type Rewrite, rewrites, type Step, type StepContext } from "./step.ts";
@@ -36,7 +36,7 @@ export const v0_9_0: Step = {
     for (const p of rewrites(tree, this.release, "pipelines/")) {
       const orchestrator = mapAt(p.doc, ["orchestrator"]);
       if (!orchestrator || !has(orchestrator, "tools")) continue;
-      const names = valueOf(pairOf(orchestrator, "tools"));
+      const names = plainValue(pairOf(orchestrator, "tools"));
       deleteKey(p.doc, orchestrator, "tools");
       p.changed(
         `deleted "orchestrator.tools"${Array.isArray(names) ? ` (${names.join(", ")})` : ""}: host tools are declared in daemon.yaml's "host_tools" and register as host_<name>`,
@@ -60,7 +60,7 @@ function moveWebhooks(d: Rewrite): void {
     return name;
   };
   for (const [key, verify, base] of OLD_SOURCES) {
-    const secret = valueOf(pairOf(webhooks, key));
+    const secret = plainValue(pairOf(webhooks, key));
     if (secret === undefined) continue;
     if (typeof secret !== "string") {
       d.todo(
@@ -79,7 +79,7 @@ function moveWebhooks(d: Rewrite): void {
   const tokens = mapAt(d.doc, ["webhooks", "tokens"]);
   for (const item of [...(tokens?.items ?? [])]) {
     const name = String((item.key as { value: unknown }).value);
-    const value = valueOf(item);
+    const value = plainValue(item);
     const secret = typeof value === "string" ? value : (value as { secret?: unknown } | undefined)?.secret;
     if (typeof secret !== "string" || pairOf(sources(), name)) {
       d.todo(
@@ -102,7 +102,7 @@ function moveOrchestratorTools(d: Rewrite): void {
   if (!tools) return;
   for (const item of [...tools.items]) {
     const name = String((item.key as { value: unknown }).value);
-    const spec = valueOf(item);
+    const spec = plainValue(item);
     if (pairOf(mapAt(d.doc, ["host_tools"]), name) || typeof spec !== "object" || spec === null) {
       d.todo(
         tools,
