@@ -45,10 +45,17 @@ export function replaceKey(doc: Document, map: YAMLMap, key: string, entries: [s
   const index = map.items.findIndex((item) => isScalar(item.key) && String(item.key.value) === key);
   if (index < 0) return;
   const old = map.items[index]!;
-  const pairs = entries.map(([name, value]) => doc.createPair(name, value));
+  const pairs = entries.map(([name, value]) => compact(doc.createPair(name, value)));
   map.items.splice(index, 1, ...pairs);
   const carrier = pairs[0] ?? map.items[index];
   if (carrier) moveComments(old, carrier);
+}
+
+/** A new list of plain values is written `[a, b]`, as the configuration examples write lists. */
+function compact(pair: Pair): Pair {
+  const value = pair.value as Node | null;
+  if (isSeq(value) && value.items.every((item) => isScalar(item))) value.flow = true;
+  return pair;
 }
 
 /**
@@ -76,7 +83,7 @@ export function setAtEnd(doc: Document, path: Path, key: string, value: unknown)
   if (path.length > 0 && !mapAt(doc, path)) doc.setIn(path, doc.createNode({}));
   const map = path.length === 0 ? (doc.contents as YAMLMap) : mapAt(doc, path)!;
   if (has(map, key)) map.set(key, doc.createNode(value));
-  else map.items.push(doc.createPair(key, value));
+  else map.items.push(compact(doc.createPair(key, value)));
   return pairOf(map, key)!;
 }
 
