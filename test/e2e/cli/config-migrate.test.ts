@@ -164,13 +164,13 @@ describe("svc config migrate on a 0.6-era configuration", () => {
     const todos = [...run.stdout.matchAll(/^ {2}(\S+?):(\d+): /gm)].map((m) => `${m[1]}:${m[2]}`);
     expect(todos).toEqual([
       "daemon.yaml:26",
-      "daemon.yaml:64",
-      "daemon.yaml:74",
-      "daemon.yaml:79",
+      "daemon.yaml:63",
+      "daemon.yaml:73",
+      "daemon.yaml:78",
       "pipelines/deploy-notes.yaml:6",
     ]);
     const lines = daemon.split("\n");
-    for (const at of [26, 64, 74, 79]) expect(lines[at - 1]).toMatch(/^\s*# TODO\(svc config migrate\): /);
+    for (const at of [26, 63, 73, 78]) expect(lines[at - 1]).toMatch(/^\s*# TODO\(svc config migrate\): /);
   });
 
   it("a second run changes nothing and lists the same to-dos", async () => {
