@@ -31,8 +31,12 @@ function manifestIsFresh(root: string): boolean {
     const installed = root.split(sep).includes("node_modules");
     if (!installed && statSync(manifestPath).mtimeMs < mtimeMs) return false;
     const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as {
+      version?: string;
       commands: Record<string, { relativePath?: string[] }>;
     };
+    // oclif warns about, and distrusts, a manifest of another version of the package
+    const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version?: string };
+    if (manifest.version !== version) return false;
     const listed = Object.values(manifest.commands)
       .map((command) => (command.relativePath ?? []).join("/"))
       .sort();
