@@ -320,6 +320,9 @@ describe("help", () => {
     ["daemon", "restart"],
     ["daemon", "status"],
     ["daemon", "reload"],
+    ["config", "migrate"],
+    ["update"],
+    ["db", "stop"],
   ];
   for (const command of commands) {
     it(`svc ${command.join(" ")} --help shows a description and examples`, async () => {
