@@ -5,14 +5,10 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 // Installed from the npm package, svc sits under node_modules, where Node does not strip types: the hook
-// does it, in this process and (through NODE_OPTIONS) in the processes svc starts (ingress, worker, spawner).
-if (root.split(/[\\/]/).includes("node_modules")) {
-  const hook = pathToFileURL(`${root}/bin/strip-types.js`).href;
-  await import(hook);
-  const option = `--import=${hook}`;
-  if (!(process.env.NODE_OPTIONS ?? "").includes(option))
-    process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} ${option}`.trim();
-}
+// does it. The roles svc starts run this file too; the worker's spawner gets the hook through its execArgv
+// (shared/type-stripping.ts). NODE_OPTIONS stays untouched, so agents and setup steps never see the hook.
+if (root.split(/[\\/]/).includes("node_modules"))
+  await import(pathToFileURL(`${root}/bin/strip-types.js`).href);
 const { execute, settings } = await import("@oclif/core");
 const { ensureCommandManifest } = await import("../cli/command-manifest.ts");
 
