@@ -15,6 +15,8 @@ export interface MigrateJson {
   to: string;
   dryRun: boolean;
   backup: string | null;
+  /** with --dry-run: the unified diff the text output prints */
+  diff?: string;
   files: { file: string; from?: string }[];
   changes: MigrationPlan["changes"];
   todos: MigrationPlan["todos"];
@@ -77,7 +79,8 @@ export default class ConfigMigrate extends Command {
     if (plan.files.length === 0) {
       say("nothing to change: the configuration already uses these shapes");
     } else if (dryRun) {
-      if (!this.jsonEnabled()) process.stdout.write(unifiedDiff(plan));
+      json.diff = unifiedDiff(plan);
+      if (!this.jsonEnabled()) process.stdout.write(json.diff);
     } else {
       json.backup = await backupConfig(dir);
       say(`backup: ${json.backup}`);

@@ -24,6 +24,8 @@ interface Entry {
   /** where the file was read from, when a step renamed it */
   from?: string;
   doc?: Document;
+  /** true once the file was found not to parse (reported once, never rewritten) */
+  broken?: boolean;
   /** frontmatter files: the Markdown after the closing `---` */
   body?: string;
   changed: boolean;
@@ -83,20 +85,29 @@ export class ConfigTree {
    */
   doc(file: string): Document | undefined {
     const entry = this.#files.get(file);
-    if (!entry) return undefined;
+    if (!entry || entry.broken) return undefined;
     if (entry.doc) return entry.doc;
     const text = entry.original ?? "";
     let yaml = text;
     if (file.endsWith(".md")) {
       const split = splitFrontmatter(text);
-      if (!split) return undefined;
+      if (!split) return this.#broken(entry, file, "has no frontmatter block");
       yaml = split.yaml;
       entry.body = split.body;
     }
     const doc = parseDocument(yaml, { uniqueKeys: true });
-    if (doc.errors.length > 0) return undefined;
+    if (doc.errors.length > 0) return this.#broken(entry, file, "is not valid YAML");
     entry.doc = doc;
     return doc;
+  }
+
+  #broken(entry: Entry, file: string, why: string): undefined {
+    entry.broken = true;
+    this.fileTodo(
+      file,
+      `${why}, so it was not migrated - fix it (svc config validate shows where) and run svc config migrate again`,
+    );
+    return undefined;
   }
 
   /** Marks a file as rewritten by `release` and records the progress line. */
