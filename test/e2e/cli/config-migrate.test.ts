@@ -136,8 +136,10 @@ describe("svc config migrate on a 0.6-era configuration", () => {
       "# checkouts and transcripts alike\nworkspaces:\n  checkoutRetentionDays: 14\n  transcriptRetentionDays: 14\n",
     );
     expect(daemon).toContain(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: daemon.yaml's ${ENV} substitution, written literally
       "    codehost:\n      verify: codehost\n      secret: ${GITHUB_WEBHOOK_SECRET}\n",
     );
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: daemon.yaml's ${ENV} substitution, written literally
     expect(daemon).toContain("    deploy-hook:\n      verify: bearer\n      secret: ${DEPLOY_HOOK_TOKEN}\n");
     expect(daemon).toContain("      targets: [local-agent] # rewrites the question before retrieval\n");
     expect(daemon).toContain("    exec: /usr/bin/npx\n    args: [biome, format, --write, $path]\n");
@@ -190,6 +192,7 @@ describe("svc config migrate on a 0.6-era configuration", () => {
       .replace("    model: gpt-5\n", "    base_url: https://models.example.com/v1\n    model: gpt-5\n")
       .replace(
         "      - name: openai-a\n",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: daemon.yaml's ${ENV} substitution, written literally
         "      - name: openai-a\n        secret: ${GITHUB_WEBHOOK_SECRET}\n",
       )
       .replace(
@@ -224,6 +227,7 @@ describe("svc config migrate --to", () => {
       // 0.3.7 moved lifecycle.retrieve; 0.9.0's and 0.10.0's keys are still there
       const daemon = await readFile(join(dir, "daemon.yaml"), "utf8");
       expect(daemon).not.toContain("lifecycle:");
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: daemon.yaml's ${ENV} substitution, written literally
       expect(daemon).toContain("  secret: ${GITHUB_WEBHOOK_SECRET}\n");
       expect(daemon).toContain("  target: local-agent # answers `svc ask`\n");
       expect(await readFile(join(dir, "pipelines/pr-review.yaml"), "utf8")).toContain("output: review\n");
