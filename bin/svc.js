@@ -1,11 +1,18 @@
 #!/usr/bin/env node
 // The CLI runs our TypeScript sources directly: Node 24 strips types natively, so there is no build step to forget.
 import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { execute, settings } from "@oclif/core";
-import { ensureCommandManifest } from "../cli/command-manifest.ts";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+// Installed from the npm package, svc sits under node_modules, where Node does not strip types: the hook
+// does it. The roles svc starts run this file too; the worker's spawner gets the hook through its execArgv
+// (shared/type-stripping.ts). NODE_OPTIONS stays untouched, so agents and setup steps never see the hook.
+if (root.split(/[\\/]/).includes("node_modules"))
+  await import(pathToFileURL(`${root}/bin/strip-types.js`).href);
+const { execute, settings } = await import("@oclif/core");
+const { ensureCommandManifest } = await import("../cli/command-manifest.ts");
 
 // Node itself runs the .ts files; oclif must not look for ts-node or compiled output.
 settings.enableAutoTranspile = false;
-await ensureCommandManifest(dirname(dirname(fileURLToPath(import.meta.url))));
+await ensureCommandManifest(root);
 await execute({ dir: import.meta.url });

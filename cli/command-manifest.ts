@@ -26,10 +26,17 @@ function manifestIsFresh(root: string): boolean {
   try {
     const manifestPath = join(root, MANIFEST);
     const { mtimeMs, commandFiles } = newestInputMtime(root);
-    if (statSync(manifestPath).mtimeMs < mtimeMs) return false;
+    // an installed package ships its manifest (built by `prepack`); npm sets the files' times as it
+    // extracts them, in no useful order, so only the list of commands says whether it still fits
+    const installed = root.split(sep).includes("node_modules");
+    if (!installed && statSync(manifestPath).mtimeMs < mtimeMs) return false;
     const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as {
+      version?: string;
       commands: Record<string, { relativePath?: string[] }>;
     };
+    // oclif warns about, and distrusts, a manifest of another version of the package
+    const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version?: string };
+    if (manifest.version !== version) return false;
     const listed = Object.values(manifest.commands)
       .map((command) => (command.relativePath ?? []).join("/"))
       .sort();

@@ -256,6 +256,22 @@ export async function startEmbeddedPostgres(options: {
   };
 }
 
+/**
+ * Stops the embedded Postgres of `dataDir` (what `svc db stop` does): `pg_ctl stop` in fast mode, which
+ * ends open sessions and shuts down cleanly. Says whether there was one to stop.
+ */
+export async function stopEmbeddedPostgres(dataDir: string): Promise<"stopped" | "not-running" | "absent"> {
+  if (!(await exists(join(dataDir, "PG_VERSION")))) return "absent";
+  if (!(await exists(join(dataDir, "postmaster.pid")))) return "not-running";
+  const binaries = await loadBinaries();
+  const owner = await serverUser();
+  const stopped = await run(binaries.pg_ctl, ["stop", "--wait", "--mode=fast", `--pgdata=${dataDir}`], owner);
+  if (stopped.code === 0) return "stopped";
+  // a postmaster.pid left by a crashed server: pg_ctl finds no server to stop
+  if (/no server running|Is server running/i.test(stopped.output)) return "not-running";
+  throw new Error(`pg_ctl could not stop the embedded Postgres in ${dataDir}:\n${stopped.output}`);
+}
+
 /** The credentials of an initialised data directory; without them its database cannot be opened. */
 async function readSettings(settingsPath: string, dataDir: string): Promise<EmbeddedSettings> {
   let text: string;

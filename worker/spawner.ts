@@ -1,6 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { typeStrippingExecArgv } from "../shared/type-stripping.ts";
 import type { ProcessOutcome, ProcessSpec } from "./process-tree.ts";
 
 /** What the spawner needs of a ProcessSpec: everything but the worker-side signal and timeout. */
@@ -107,7 +108,7 @@ export class Spawner {
   /** `spares`: how many spare gate shells it keeps ready for prepare (default 1) */
   static async start(options: { spares?: number } = {}): Promise<Spawner> {
     const child = fork(MAIN, [], {
-      execArgv: [],
+      execArgv: typeStrippingExecArgv(),
       detached: true,
       stdio: ["ignore", "inherit", "inherit", "ipc"],
       env: {

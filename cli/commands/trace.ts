@@ -83,15 +83,17 @@ export default class Trace extends Command {
     } catch (error) {
       if (error instanceof DaemonError && error.code === "ambiguous_id") {
         const candidates = (error.details.candidates as string[] | undefined) ?? [];
-        this.logToStderr(`${input} is ambiguous; candidates:`);
-        for (const candidate of candidates) this.logToStderr(`  ${candidate}`);
+        // straight to stderr: oclif's logToStderr is silent under --json, and the contract wants these lines
+        process.stderr.write(`${input} is ambiguous; candidates:\n`);
+        for (const candidate of candidates) process.stderr.write(`  ${candidate}\n`);
         this.exit(1);
       }
       if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
         this.error(error.message, { exit: 1 });
       throw error;
     }
-    if (answer.resolved !== input) this.logToStderr(`resolved ${input} -> ${answer.resolved}`);
+    // also with --json: stdout holds only the document, stderr says which id the prefix resolved to
+    if (answer.resolved !== input) process.stderr.write(`resolved ${input} -> ${answer.resolved}\n`);
     const json: TraceJson = {
       trigger: answer.trigger,
       workload: answer.workload,

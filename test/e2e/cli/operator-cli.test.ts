@@ -182,6 +182,21 @@ describe("with stored credentials", () => {
     expect(run.stdout).toContain("artifact transcript");
   });
 
+  it("trace --json: a unique prefix still says on stderr what it resolved to, stdout stays one document", async () => {
+    const run = expectOk(await svc(["trace", "inv_uniq3a", "--json"], withDaemon()));
+    expect(run.stderr).toBe(`resolved inv_uniq3a -> ${ok.invocation}\n`);
+    expect((JSON.parse(run.stdout) as { invocations: { id: string }[] }).invocations[0]!.id).toBe(
+      ok.invocation,
+    );
+  });
+
+  it("trace --json: an ambiguous prefix lists the candidates on stderr", async () => {
+    const run = await svc(["trace", "trg_ambigu2", "--json"], withDaemon());
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("trg_ambigu2 is ambiguous; candidates:\n");
+    expect(run.stderr).toContain(`  ${ok.trigger}\n`);
+  });
+
   it("trace: a full id prints no resolved line", async () => {
     const run = expectOk(await svc(["trace", ok.trigger], withDaemon()));
     expect(run.stderr).not.toContain("resolved");
@@ -305,6 +320,9 @@ describe("help", () => {
     ["daemon", "restart"],
     ["daemon", "status"],
     ["daemon", "reload"],
+    ["config", "migrate"],
+    ["update"],
+    ["db", "stop"],
   ];
   for (const command of commands) {
     it(`svc ${command.join(" ")} --help shows a description and examples`, async () => {
