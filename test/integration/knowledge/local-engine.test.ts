@@ -81,6 +81,20 @@ describe("knowledge: the local engine with real qmd over the fixture corpus", ()
     );
   });
 
+  it("a running role follows a reindex made since its boot, new documents included", async () => {
+    const dir = await corpusDir();
+    const { logger } = captureLogger();
+    const running = await Knowledge.open(knowledgeConfig(dir), logger);
+    await writeFile(join(dir, "knowledge", "gliders.md"), "# Gliders\nGliders need thermals.\n");
+    expect((await running.search("thermals", { method: "bm25" })).passages).toEqual([]);
+    // what `svc knowledge reindex` does on the same host
+    await Knowledge.open(knowledgeConfig(dir), logger, { force: true });
+    const found = await running.search("thermals", { method: "bm25" });
+    expect(found.passages[0]?.path).toBe("knowledge/gliders.md");
+    expect(running.documentCount).toBe(9);
+    expect(await running.read("knowledge/gliders.md")).toContain("thermals");
+  });
+
   it("hybrid without vectors serves BM25, records it and says so once", async () => {
     const dir = await corpusDir();
     const { logger, lines } = captureLogger();
