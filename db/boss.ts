@@ -14,6 +14,8 @@ export interface BossOptions {
   /** the ingress only sends; it runs no maintenance */
   supervise?: boolean;
   schedule?: boolean;
+  /** how often pg-boss's scheduler looks for due schedules (1-45 s; pg-boss's default is 30) */
+  cronMonitorIntervalSeconds?: number;
 }
 
 export async function startBoss(options: BossOptions): Promise<PgBoss> {
@@ -24,6 +26,9 @@ export async function startBoss(options: BossOptions): Promise<PgBoss> {
     useListenNotify: options.listen ?? false,
     supervise: options.supervise ?? true,
     schedule: options.schedule ?? false,
+    ...(options.cronMonitorIntervalSeconds
+      ? { cronMonitorIntervalSeconds: options.cronMonitorIntervalSeconds }
+      : {}),
     migrate: true,
     application_name: "svc-boss",
   });

@@ -1,3 +1,4 @@
+import { findSchedule } from "../shared/config/schedule.ts";
 import type { ConfigSnapshot, EventMatcher, Pipeline } from "../shared/config/types.ts";
 
 /** The trigger fields that decide which pipelines fire. */
@@ -21,7 +22,8 @@ function matches(matchers: EventMatcher[], eventName: string, repo: string): boo
  * - `webhook`: those whose `trigger.webhook` lists the route name;
  * - `codehost` / `tracker`: those whose matcher lists the event name (`pull_request.opened`) or its
  *   bare event (`pull_request` matches every action), narrowed to `repos` when a matcher names any;
- * - `manual` (and `schedule`): the pipeline named by `source`, triggered or not.
+ * - `manual`: the pipeline named by `source`, triggered or not;
+ * - `schedule`: the pipeline of the schedule named by `source` (`<pipeline>`, `<pipeline>-2` …).
  */
 export function matchPipelines(
   config: Pick<ConfigSnapshot, "pipelines">,
@@ -37,7 +39,9 @@ export function matchPipelines(
       return all.filter((p) => p.trigger && matches(p.trigger.tracker, trigger.eventName, trigger.repo));
     case "manual":
     case "schedule": {
-      const pipeline = config.pipelines[trigger.source];
+      const scheduled =
+        trigger.kind === "schedule" ? findSchedule(config.pipelines, trigger.source) : undefined;
+      const pipeline = config.pipelines[scheduled?.pipeline ?? trigger.source];
       return pipeline ? [pipeline] : [];
     }
     default:

@@ -37,6 +37,7 @@ import { type HeadStart, takeHeadStart } from "./head-start.ts";
 import { LOCAL_LANE, targetUsable } from "./lanes.ts";
 import { reapStaleInvocations } from "./reaper.ts";
 import { sweepWorkspaces } from "./retention.ts";
+import { startSchedules } from "./schedules.ts";
 import { Spawner } from "./spawner.ts";
 import { makeNewRunDirectoriesNow, removeRunDirectories, workspacePaths } from "./workspace.ts";
 
@@ -113,6 +114,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     for (const target of Object.values(config.targets)) lanes.set(laneQueue(target.name), target.name);
     for (const lane of lanes.keys()) await ensureLaneQueue(boss, lane, config.targets);
     spawner = await Spawner.start();
+    listeners.push(
+      await startSchedules({ config, databaseUrl: options.databaseUrl, pool, boss, logger, env }),
+    );
 
     const shutdown = new AbortController();
     const inFlight = new Set<Promise<void>>();

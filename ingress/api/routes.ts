@@ -12,6 +12,7 @@ import { runHostToolRoute } from "./handlers/host-tools.ts";
 import { askRoute, knowledgeRoute } from "./handlers/knowledge.ts";
 import { mcpForbidden, mcpRoute } from "./handlers/mcp.ts";
 import { queueStatusRoute } from "./handlers/queue.ts";
+import { listSchedulesRoute } from "./handlers/schedules.ts";
 import { traceRoute } from "./handlers/trace.ts";
 import { getTriggerRoute, listTriggersRoute, triggerStatsRoute } from "./handlers/triggers.ts";
 import { whoamiRoute } from "./handlers/whoami.ts";
@@ -109,8 +110,15 @@ export const API_ROUTES: readonly RouteSpec[] = [
     method: "POST",
     path: "/schedules/:name/run",
     scope: "pipelines:invoke",
-    summary: "run a pipeline's schedule now",
+    summary: "fire the named schedule now with its args (trigger kind `schedule`)",
     handler: runScheduleRoute,
+  },
+  {
+    method: "GET",
+    path: "/schedules",
+    scope: "triggers:read",
+    summary: "configured schedules: pipeline, cron, timezone, next run, last run and its trigger",
+    handler: listSchedulesRoute,
   },
 
   {

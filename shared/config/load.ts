@@ -6,6 +6,7 @@ import { readAgent, readMembers, readPolicy, readSkill } from "./documents.ts";
 import { type PipelineDraft, readPipeline, resolvePipeline } from "./pipeline.ts";
 import { quote } from "./read.ts";
 import { REMOVED_VALUES, reportRemovedKeys } from "./removed-keys.ts";
+import { reportDuplicateScheduleNames } from "./schedule.ts";
 import { substituteEnv } from "./secrets.ts";
 import { ConfigFile, parseYaml } from "./source.ts";
 import type { Agent, ConfigProblem, ConfigSnapshot, LoadResult, Pipeline, Policy, Skill } from "./types.ts";
@@ -211,6 +212,9 @@ export async function loadConfig(options: LoadOptions): Promise<LoadResult> {
     const draft = parsed && readPipeline(f, name, parsed.data);
     if (draft) drafts.push({ f, draft });
   }
+  reportDuplicateScheduleNames(
+    drafts.map(({ f, draft }) => ({ f, schedules: draft.trigger?.schedule ?? [] })),
+  );
   const context = {
     daemon: daemon ?? emptyDaemon(),
     declared,

@@ -7,6 +7,7 @@ import {
 } from "./daemon.ts";
 import { bool, checkKeys, isMapping, mapping, oneOf, quote, str, strList, type YamlMap } from "./read.ts";
 import { REMOVED_VALUES, reportRemovedKeys } from "./removed-keys.ts";
+import { readSchedules } from "./schedule.ts";
 import { isSemVer } from "./semver.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
 import type { EventMatcher, OutputBinding, Pipeline, PipelineArg, PipelineTrigger, Skill } from "./types.ts";
@@ -117,8 +118,8 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
       required: true,
       hint: " - give the instruction text the agent receives",
     }) ?? "";
-  const trigger = readTrigger(f, root);
   const args = readArgs(f, root);
+  const trigger = readTrigger(f, root, name, args);
   const principals = readPrincipals(f, root);
   const principal = str(f, root, "principal", []);
   if (principal && !principals[principal]) {
@@ -184,15 +185,21 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   };
 }
 
-function readTrigger(f: ConfigFile, root: YamlMap): PipelineTrigger | null {
+function readTrigger(
+  f: ConfigFile,
+  root: YamlMap,
+  name: string,
+  args: Record<string, PipelineArg>,
+): PipelineTrigger | null {
   if (root.trigger === undefined || root.trigger === null) return null;
-  const raw = mapping(f, root.trigger, ["trigger"], " with keys webhook, codehost or tracker");
+  const raw = mapping(f, root.trigger, ["trigger"], " with keys webhook, codehost, tracker or schedule");
   if (!raw) return null;
-  checkKeys(f, raw, ["trigger"], ["webhook", "codehost", "tracker"]);
+  checkKeys(f, raw, ["trigger"], ["webhook", "codehost", "tracker", "schedule"]);
   return {
     webhook: strList(f, raw, "webhook", ["trigger"]) ?? [],
     codehost: readMatchers(f, raw, "codehost"),
     tracker: readMatchers(f, raw, "tracker"),
+    schedule: readSchedules(f, raw, name, args),
   };
 }
 

@@ -52,6 +52,21 @@ export interface PipelineTrigger {
   webhook: string[];
   codehost: EventMatcher[];
   tracker: EventMatcher[];
+  /** `trigger.schedule` entries (shared/config/schedule.ts); absent means none */
+  schedule?: Schedule[];
+}
+
+/** One `trigger.schedule` entry, named `<pipeline>`, then `<pipeline>-2`, `-3` … */
+export interface Schedule {
+  name: string;
+  pipeline: string;
+  /** 5-field cron expression */
+  cron: string;
+  /** IANA time zone, default UTC */
+  timezone: string;
+  args: Record<string, string | number | boolean>;
+  /** after a time with no worker running, fire the most recent missed tick */
+  catchUp: boolean;
 }
 
 export interface PipelineArg {

@@ -1,5 +1,7 @@
 import { recordTrigger } from "../../../db/record-trigger.ts";
+import { fireSchedule } from "../../../db/schedules.ts";
 import { getTrigger } from "../../../db/triggers.ts";
+import { findSchedule } from "../../../shared/config/schedule.ts";
 import type { Pipeline } from "../../../shared/config/types.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
@@ -20,7 +22,7 @@ export function pipelineNamed(ctx: RouteContext, name: string): Pipeline {
 async function record(
   ctx: RouteContext,
   trigger: {
-    kind: "manual" | "schedule" | "replay";
+    kind: "manual" | "replay";
     source: string;
     eventName: string;
     payload: unknown;
@@ -95,15 +97,26 @@ export async function dispatchUrlRoute(ctx: RouteContext): Promise<Reply> {
   });
 }
 
-/** svc has no separate schedule resource yet: a schedule is named after the pipeline it runs. */
+/**
+ * Fires the named schedule now with its configured args: a trigger of kind `schedule` whose
+ * `scheduled_for` is now. An unknown name answers exactly like an absent id.
+ */
 export async function runScheduleRoute(ctx: RouteContext): Promise<Reply> {
-  const pipeline = pipelineNamed(ctx, pathParam(ctx.req, "name"));
+  const schedule = findSchedule(ctx.deps.config.pipelines, pathParam(ctx.req, "name"));
+  if (!schedule) throw notFound("schedule");
   allowOnlyKeys(bodyObject(ctx.req), []);
-  const args = gateArgs(pipeline, {});
-  return record(ctx, {
+  const { id } = await fireSchedule(
+    ctx.deps.pool,
+    ctx.deps.boss,
+    schedule,
+    { scheduledFor: new Date(), runNow: true },
+    ctx.principal.owner,
+  );
+  ctx.deps.logger.info("trigger recorded", {
+    event: "api.trigger_recorded",
     kind: "schedule",
-    source: pipeline.name,
-    eventName: "schedule",
-    payload: { args, pipeline: pipeline.name, schedule: pipeline.name, runNow: true },
+    trigger: id,
+    schedule: schedule.name,
   });
+  return ok({ trigger: id }, 202);
 }

@@ -97,7 +97,7 @@ describe("the worker honours the daemon API (real processes, real Postgres)", ()
       {
         "pipelines/hold.yaml": `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [hold-a-hook, hold-b-hook]\ntargets: [envagent]\nsetup:\n  - run: ${JSON.stringify(HOLD_STEP)}\ninstructions: hold\n`,
         "pipelines/sleeper.yaml": `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [sleeper-hook]\ntargets: [local]\nsetup:\n  - run: 'echo $$ > "$RUN_DIR/pgid"; sleep 300'\ninstructions: sleep\n`,
-        "pipelines/plain.yaml": `version: 1.0.0\nagent: helper\ntargets: [local]\nsetup:\n  - run: 'echo ran > "$SURFACE_DIR/ran.txt"'\ninstructions: plain\n`,
+        "pipelines/plain.yaml": `version: 1.0.0\nagent: helper\ntargets: [local]\ntrigger:\n  schedule:\n    - cron: "0 0 1 1 *"\nsetup:\n  - run: 'echo ran > "$SURFACE_DIR/ran.txt"'\ninstructions: plain\n`,
       },
     );
     files["daemon.yaml"] +=

@@ -6,7 +6,8 @@ import { createPool } from "../../../db/connect.ts";
 import { migrate } from "../../../db/migrate.ts";
 import { createIngressApp } from "../../../ingress/app.ts";
 import { listen } from "../../../ingress/server.ts";
-import type { ConfigSnapshot, Pipeline } from "../../../shared/config/types.ts";
+import { scheduleName } from "../../../shared/config/schedule.ts";
+import type { ConfigSnapshot, Pipeline, Schedule } from "../../../shared/config/types.ts";
 import { newId } from "../../../shared/ids.ts";
 import { createLogger } from "../../../shared/logger.ts";
 
@@ -28,6 +29,22 @@ export function pipeline(name: string, extra: Partial<Pipeline> = {}): Pipeline 
     targets: ["local-agent"],
     knowledge: { method: "hybrid" },
     ...extra,
+  };
+}
+
+/** A `trigger.schedule` entry as the loader reads it (named `<pipeline>`, `<pipeline>-2` …). */
+export function schedule(
+  pipelineName: string,
+  cron: string,
+  extra: { index?: number; timezone?: string; args?: Schedule["args"]; catchUp?: boolean } = {},
+): Schedule {
+  return {
+    name: scheduleName(pipelineName, extra.index ?? 0),
+    pipeline: pipelineName,
+    cron,
+    timezone: extra.timezone ?? "UTC",
+    args: extra.args ?? {},
+    catchUp: extra.catchUp ?? false,
   };
 }
 
@@ -67,8 +84,19 @@ export function apiConfig(auth: ConfigSnapshot["auth"], host = "127.0.0.1"): Con
     pipelines: {
       nightly: pipeline("nightly", {
         args: { label: { type: "string", required: true }, limit: { type: "number", required: false } },
+        trigger: {
+          webhook: [],
+          codehost: [],
+          tracker: [],
+          schedule: [
+            schedule("nightly", "30 2 * * *", { timezone: "Europe/Berlin", args: { label: "bug" } }),
+            schedule("nightly", "0 12 * * 6", { index: 1, args: { label: "weekly", limit: 5 } }),
+          ],
+        },
       }),
-      plain: pipeline("plain"),
+      plain: pipeline("plain", {
+        trigger: { webhook: [], codehost: [], tracker: [], schedule: [schedule("plain", "0 3 * * *")] },
+      }),
     },
     agents: {},
     skills: {},

@@ -1,0 +1,64 @@
+import { Command } from "@oclif/core";
+import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+
+interface ScheduleRow {
+  name: string;
+  pipeline: string;
+  cron: string;
+  timezone: string;
+  args: Record<string, unknown>;
+  catchUp: boolean;
+  nextRun: string;
+  lastRun: { at: string; trigger: string | null } | null;
+}
+interface ListAnswer {
+  schedules: ScheduleRow[];
+}
+
+const COLUMNS = ["NAME", "PIPELINE", "CRON", "TIMEZONE", "NEXT RUN", "LAST RUN", "TRIGGER"] as const;
+
+export default class ScheduleList extends Command {
+  static override summary = "List the configured schedules with their next and last run";
+  static override description =
+    "Lists every schedule of the daemon's configuration (GET /schedules): its name (`<pipeline>`, then " +
+    "`<pipeline>-2` … for further `trigger.schedule` entries), pipeline, cron expression, time zone, the next " +
+    "run and the last run with the trigger it recorded. Times are UTC (ISO 8601). Needs `triggers:read`.";
+  static override examples = ["<%= config.bin %> schedule list", "<%= config.bin %> schedule list --json"];
+  static override enableJsonFlag = true;
+
+  async run(): Promise<ListAnswer> {
+    await this.parse(ScheduleList);
+    let answer: ListAnswer;
+    try {
+      answer = await (await connectDaemon()).get<ListAnswer>("/schedules");
+    } catch (error) {
+      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
+        this.error(error.message, { exit: 1 });
+      throw error;
+    }
+    if (!this.jsonEnabled()) {
+      if (!answer.schedules.length) {
+        this.log("no schedules configured (add trigger.schedule to a pipeline)");
+        return answer;
+      }
+      const rows = answer.schedules.map((s) => [
+        s.name,
+        s.pipeline,
+        s.cron,
+        s.timezone,
+        s.nextRun,
+        s.lastRun?.at ?? "-",
+        s.lastRun?.trigger ?? "-",
+      ]);
+      const widths = COLUMNS.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
+      const line = (cells: readonly string[]) =>
+        cells
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd();
+      this.log(line(COLUMNS));
+      for (const row of rows) this.log(line(row));
+    }
+    return answer;
+  }
+}

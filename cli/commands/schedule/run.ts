@@ -1,0 +1,38 @@
+import { Args, Command } from "@oclif/core";
+import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+
+export default class ScheduleRun extends Command {
+  static override summary = "Fire a schedule now";
+  static override description =
+    "Fires the named schedule at once with its configured args (POST /schedules/:name/run): a trigger of kind " +
+    "`schedule` whose payload's `scheduled_for` is now, run like any tick. The schedule's own ticks are not " +
+    "moved. Prints the trigger id (follow it with `svc trace`). Names are listed by `svc schedule list`. " +
+    "Needs `pipelines:invoke`.";
+  static override examples = [
+    "<%= config.bin %> schedule run nightly-triage",
+    "<%= config.bin %> schedule run nightly-triage-2 --json",
+  ];
+  static override enableJsonFlag = true;
+  static override args = {
+    name: Args.string({ description: "the schedule's name (see `svc schedule list`)", required: true }),
+  };
+
+  async run(): Promise<{ trigger: string }> {
+    const { args } = await this.parse(ScheduleRun);
+    let answer: { trigger: string };
+    try {
+      const client = await connectDaemon();
+      answer = await client.post<{ trigger: string }>(`/schedules/${encodeURIComponent(args.name)}/run`, {});
+    } catch (error) {
+      if (error instanceof DaemonError && error.status === 404)
+        this.error(`no schedule named "${args.name}" - \`svc schedule list\` shows the configured ones`, {
+          exit: 1,
+        });
+      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
+        this.error(error.message, { exit: 1 });
+      throw error;
+    }
+    if (!this.jsonEnabled()) this.log(answer.trigger);
+    return answer;
+  }
+}
