@@ -6,7 +6,8 @@ import { Knowledge } from "../../../shared/knowledge/service.ts";
 import { captureLogger } from "../worker/helpers.ts";
 import { corpusDir, knowledgeConfig, writeExecutable } from "./support.ts";
 
-describe("knowledge: the local engine with real qmd over the fixture corpus", () => {
+// several real qmd builds per test: bounds for a loaded machine, not speed assertions
+describe("knowledge: the local engine with real qmd over the fixture corpus", { timeout: 120_000 }, () => {
   it("BM25 finds the document that answers the question, with its path and line", async () => {
     const dir = await corpusDir();
     const { logger } = captureLogger();

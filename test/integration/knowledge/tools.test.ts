@@ -5,7 +5,7 @@ import { KNOWLEDGE_TOOLS, readKnowledgeTool, searchKnowledgeTool } from "../../.
 import { captureLogger } from "../worker/helpers.ts";
 import { corpusDir, knowledgeConfig } from "./support.ts";
 
-describe("the read tools behind delivery search and browse, over real qmd", () => {
+describe("the read tools behind delivery search and browse, over real qmd", { timeout: 120_000 }, () => {
   it("search_knowledge answers passages with path, line and score; read_knowledge reads a catalogue path", async () => {
     const dir = await corpusDir();
     const knowledge = await Knowledge.open(knowledgeConfig(dir), captureLogger().logger);
