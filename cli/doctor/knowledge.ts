@@ -50,10 +50,12 @@ export const knowledgeCheck: DoctorCheck = {
     }
     const hybrid = Object.values(config.pipelines).filter((p) => p.knowledge.method === "hybrid");
     const detail = `${documents.length} documents, ${engine} engine, qmd ${version}`;
-    if (engine !== "vector" && hybrid.length > 0) {
+    // /ask retrieves with hybrid unless told otherwise, so the note applies even without such pipelines
+    if (engine !== "vector") {
+      const users = ["/ask by default", ...hybrid.map((p) => `pipeline ${p.name}`)].join(", ");
       return {
         status: "warning",
-        detail: `${detail}; note: hybrid retrieval (${hybrid.map((p) => p.name).join(", ")}, and /ask by default) serves BM25 - the local engine has no vectors (set knowledge.retrieval.engine: vector, or pin method: bm25)`,
+        detail: `${detail}; note: hybrid retrieval (${users}) serves BM25 - the local engine has no vectors (set knowledge.retrieval.engine: vector, or pin method: bm25)`,
         problems: [],
       };
     }

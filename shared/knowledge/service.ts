@@ -1,28 +1,19 @@
-import { readdir, readFile, rm, stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { join, normalize } from "node:path";
-import { DEFAULT_VECTOR_URL } from "../config/knowledge.ts";
 import type { ConfigSnapshot } from "../config/types.ts";
 import type { Logger } from "../logger.ts";
-import { buildVectorIndex, queryVectorIndex } from "./chroma.ts";
+import { queryVectorIndex } from "./chroma.ts";
 import { bestChunk, type Chunk, chunkText } from "./chunks.ts";
-import { EmbedderError } from "./embedder.ts";
-import {
-  type IndexState,
-  readIndexState,
-  stateModifiedAt,
-  withIndexLock,
-  writeIndexState,
-} from "./index-state.ts";
+import { ensureIndex, KnowledgeIndexError, vectorUrl } from "./index-build.ts";
+import { type IndexState, readIndexState, stateModifiedAt } from "./index-state.ts";
 import { searchTerms } from "./keywords.ts";
-import { buildQmdIndex, checkQmdVersion, type QmdCommand, resolveQmd, searchQmd } from "./qmd.ts";
+import { checkQmdVersion, type QmdCommand, resolveQmd, searchQmd } from "./qmd.ts";
 import { reciprocalRankFusion } from "./rrf.ts";
 import {
   type DocumentSummary,
   discoverSources,
   knowledgeDataDir,
-  knowledgeRoot,
   type SourceDocument,
-  sourceHash,
   summarize,
 } from "./sources.ts";
 
@@ -52,7 +43,7 @@ export interface SearchOptions {
   minScore?: number;
 }
 
-export class KnowledgeIndexError extends Error {}
+export { KnowledgeIndexError };
 
 type KnowledgeConfig = Pick<ConfigSnapshot, "dir" | "knowledge">;
 
@@ -98,7 +89,17 @@ export class Knowledge {
     const bin = config.knowledge.retrieval.bin;
     const version = await checkQmdVersion(resolveQmd(bin), bin);
     const knowledge = new Knowledge(config, logger, documents, version);
-    await knowledge.#ensureIndex(options.force ?? false, options.progress);
+    const built = await ensureIndex({
+      config,
+      logger,
+      qmd: knowledge.#qmd,
+      dataDir: knowledge.#dataDir,
+      force: options.force ?? false,
+      ...(options.progress ? { progress: options.progress } : {}),
+    });
+    knowledge.#state = built.state;
+    knowledge.#documents = built.documents;
+    knowledge.#stateMtime = await stateModifiedAt(knowledge.#dataDir);
     return knowledge;
   }
 
@@ -119,106 +120,16 @@ export class Knowledge {
     return this.#state?.indexedAt;
   }
 
-  #vectorUrl(): string {
-    return this.#config.knowledge.retrieval.url ?? DEFAULT_VECTOR_URL;
-  }
-
-  /** the engine settings are part of the hash: switching engines rebuilds */
-  #hash(documents: readonly SourceDocument[]): string {
-    const { engine } = this.#config.knowledge.retrieval;
-    return `${sourceHash(documents)}:${engine}${engine === "vector" ? `:${this.#vectorUrl()}` : ""}`;
-  }
-
-  async #ensureIndex(force: boolean, progress?: (line: string) => void): Promise<void> {
-    await withIndexLock(this.#dataDir, async () => {
-      // read under the lock: another process of this host may have just built it
-      const documents = await discoverSources(this.#config.dir);
-      this.#documents = documents;
-      const hash = this.#hash(documents);
-      const state = await readIndexState(this.#dataDir);
-      if (!force && state?.hash === hash) {
-        this.#state = state;
-        this.#stateMtime = await stateModifiedAt(this.#dataDir);
-        return;
-      }
-      await this.#build(documents, hash, state, progress);
-    });
-  }
-
-  async #build(
-    documents: SourceDocument[],
-    hash: string,
-    previous: IndexState | undefined,
-    progress?: (line: string) => void,
-  ): Promise<void> {
-    const started = Date.now();
-    const say = (message: string, fields: Record<string, unknown> = {}) => {
-      this.#logger.info(message, { event: "knowledge.index", ...fields });
-      progress?.(message);
-    };
-    say(`knowledge index: indexing ${documents.length} documents (${this.engine} engine)`, {
-      documents: documents.length,
-      engine: this.engine,
-    });
-    const stamp = `${Date.now().toString(36)}-${hash.slice(0, 12)}`;
-    const qmdDir = `qmd-${stamp}`;
-    try {
-      await buildQmdIndex(this.#qmd, join(this.#dataDir, qmdDir), knowledgeRoot(this.#config.dir));
-    } catch (error) {
-      throw new KnowledgeIndexError(`knowledge index: ${(error as Error).message}`);
-    }
-    let collection: string | undefined;
-    if (this.engine === "vector") {
-      collection = `svc-knowledge-${stamp}`;
-      const embedder = this.#config.knowledge.retrieval.embedder ?? "";
-      try {
-        await buildVectorIndex({
-          url: this.#vectorUrl(),
-          embedder,
-          collection,
-          sources: documents,
-          onProgress: (done, total) =>
-            say(`knowledge index: embedded ${done}/${total} passages`, { done, total }),
-        });
-      } catch (error) {
-        if (error instanceof EmbedderError) throw new KnowledgeIndexError(error.message);
-        throw new KnowledgeIndexError(
-          `knowledge index: the vector store at ${this.#vectorUrl()} failed: ${(error as Error).message} - start it (docker compose --profile vector up -d chroma) or set "knowledge.retrieval.url"`,
-        );
-      }
-    }
-    const state: IndexState = {
-      hash,
-      indexedAt: new Date().toISOString(),
-      qmdDir,
-      ...(collection ? { collection } : {}),
-      documents: documents.map((doc) => ({ path: doc.path, size: doc.size })),
-    };
-    await writeIndexState(this.#dataDir, state);
-    this.#state = state;
-    this.#stateMtime = await stateModifiedAt(this.#dataDir);
-    await this.#removeOldIndexes([qmdDir, previous?.qmdDir]);
-    say(`knowledge index: ${documents.length} documents indexed in ${Date.now() - started} ms`, {
-      documents: documents.length,
-      ms: Date.now() - started,
-    });
-  }
-
-  /** keeps the current and the previous index: a process started before a reindex still reads it */
-  async #removeOldIndexes(keep: (string | undefined)[]): Promise<void> {
-    const entries = await readdir(this.#dataDir).catch(() => [] as string[]);
-    for (const entry of entries) {
-      if (entry.startsWith("qmd-") && !keep.includes(entry))
-        await rm(join(this.#dataDir, entry), { recursive: true, force: true });
-    }
-  }
-
   /** a `svc knowledge reindex` since boot moved the index: follow it */
   async #current(): Promise<IndexState | undefined> {
     const mtime = await stateModifiedAt(this.#dataDir);
     if (mtime !== this.#stateMtime) {
       const state = await readIndexState(this.#dataDir);
-      if (state) this.#state = state;
+      if (state) {
+        this.#state = state;
+        // the reindex may have seen documents added since boot
+        this.#documents = await discoverSources(this.#config.dir);
+      }
       this.#stateMtime = mtime;
     }
     return this.#state;
@@ -286,7 +197,7 @@ export class Knowledge {
     }
     try {
       const hits = await queryVectorIndex({
-        url: this.#vectorUrl(),
+        url: vectorUrl(this.#config),
         embedder: this.#config.knowledge.retrieval.embedder ?? "",
         collection: state.collection,
         text: query,

@@ -13,7 +13,7 @@ const METHODS: readonly RetrievalMethod[] = ["bm25", "hybrid"];
 const opened = new WeakMap<Readonly<ConfigSnapshot>, Promise<Knowledge>>();
 
 /** The ingress opens its knowledge at start-up; an app built without it (tests) opens it on first use. */
-function knowledgeOf(deps: ApiDependencies): Promise<Knowledge> {
+export function knowledgeOf(deps: ApiDependencies): Promise<Knowledge> {
   if (deps.knowledge) return Promise.resolve(deps.knowledge);
   let promise = opened.get(deps.config);
   if (!promise) {

@@ -86,6 +86,14 @@ describe("boot: knowledge sources need qmd 2.8.3 or later; the ask block is requ
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("knowledge index: indexing 8 documents (local engine)");
     expect(run.stdout).toMatch(/knowledge index: 8 documents indexed in \d+ ms/);
+    const doctor = await svc(["doctor", "--dir", dir, "--json"], { HOME: dir });
+    const report = JSON.parse(doctor.stdout) as {
+      checks: { name: string; status: string; detail: string }[];
+    };
+    const check = report.checks.find((c) => c.name === "knowledge");
+    expect(check?.status).toBe("warning");
+    expect(check?.detail).toMatch(/^8 documents, local engine, qmd \d+\.\d+\.\d+; note: hybrid retrieval/);
+    expect(check?.detail).toContain("serves BM25");
     const help = await svc(["knowledge", "reindex", "--help"], { HOME: dir });
     expect(help.stdout).toContain("EXAMPLES");
   });

@@ -28,7 +28,7 @@ seen() { grep -q "$1" "$2" 2>/dev/null && echo true || echo false; }
 echo "{\\"prompt\\": $(seen pg_restore "$RUN_DIR/prompt.txt"), \\"heading\\": $(seen '^## Knowledge' "$RUN_DIR/prompt.txt"), \\"file\\": $(seen pg_restore "$RUN_DIR/knowledge/backups.md"), \\"nested\\": $(seen webhook "$RUN_DIR/knowledge/ops/rotation.md"), \\"catalog\\": $(seen 'knowledge/backups.md' "$RUN_DIR/knowledge/CATALOG.md")}"
 `;
 
-describe("knowledge delivered into runs: a command agent sees it", () => {
+describe("knowledge delivered into runs: a command agent sees it", { timeout: 120_000 }, () => {
   let database: TestDatabase;
   let pool: pg.Pool;
   let boss: PgBoss;

@@ -6,7 +6,8 @@ import { Knowledge } from "../../../shared/knowledge/service.ts";
 import { captureLogger } from "../worker/helpers.ts";
 import { corpusDir, knowledgeConfig, writeExecutable } from "./support.ts";
 
-describe("knowledge: the local engine with real qmd over the fixture corpus", () => {
+// several real qmd builds per test: bounds for a loaded machine, not speed assertions
+describe("knowledge: the local engine with real qmd over the fixture corpus", { timeout: 120_000 }, () => {
   it("BM25 finds the document that answers the question, with its path and line", async () => {
     const dir = await corpusDir();
     const { logger } = captureLogger();
@@ -79,6 +80,20 @@ describe("knowledge: the local engine with real qmd over the fixture corpus", ()
     expect((await withNew.search("kites", { method: "bm25" })).passages[0]?.path).toBe(
       "knowledge/new/kites.md",
     );
+  });
+
+  it("a running role follows a reindex made since its boot, new documents included", async () => {
+    const dir = await corpusDir();
+    const { logger } = captureLogger();
+    const running = await Knowledge.open(knowledgeConfig(dir), logger);
+    await writeFile(join(dir, "knowledge", "gliders.md"), "# Gliders\nGliders need thermals.\n");
+    expect((await running.search("thermals", { method: "bm25" })).passages).toEqual([]);
+    // what `svc knowledge reindex` does on the same host
+    await Knowledge.open(knowledgeConfig(dir), logger, { force: true });
+    const found = await running.search("thermals", { method: "bm25" });
+    expect(found.passages[0]?.path).toBe("knowledge/gliders.md");
+    expect(running.documentCount).toBe(9);
+    expect(await running.read("knowledge/gliders.md")).toContain("thermals");
   });
 
   it("hybrid without vectors serves BM25, records it and says so once", async () => {

@@ -7,7 +7,9 @@ import { corpusDir, knowledgeConfig } from "./support.ts";
 
 const EMBEDDER_DIR = join(import.meta.dirname, "../../fixtures/knowledge/embedder");
 
-describe("knowledge: the vector engine through the chromadb client, vectors from the host embedder runner", () => {
+describe("knowledge: the vector engine through the chromadb client, vectors from the host embedder runner", {
+  timeout: 120_000,
+}, () => {
   const chroma = new FakeChroma();
   const path = process.env.PATH;
 

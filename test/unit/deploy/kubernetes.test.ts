@@ -203,14 +203,14 @@ describe("Kubernetes manifests", () => {
     });
   }
 
-  it("only the worker writes, and only to <config dir>/workspaces", () => {
+  it("both write their knowledge index; only the worker writes <config dir>/workspaces", () => {
     const writable = (d: Manifest["object"], name: string) =>
       container(d, name)
         .volumeMounts.filter((m: Any) => !m.readOnly)
         .map((m: Any) => m.mountPath)
         .sort();
-    expect(writable(ingress, "ingress")).toEqual(["/tmp"]);
-    expect(writable(worker, "worker")).toEqual(["/etc/svc/workspaces", "/tmp"]);
+    expect(writable(ingress, "ingress")).toEqual(["/etc/svc/data/knowledge", "/tmp"]);
+    expect(writable(worker, "worker")).toEqual(["/etc/svc/data/knowledge", "/etc/svc/workspaces", "/tmp"]);
   });
 
   it("the example Secret holds placeholders, never a key", () => {

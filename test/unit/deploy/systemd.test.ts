@@ -167,12 +167,16 @@ describe("systemd units (in-process)", () => {
     expect(env.SVC_PORT).toBe("7420");
   });
 
-  it("the worker waits longer than worker.grace_period and writes only its workspaces", () => {
+  it("the worker waits longer than worker.grace_period; it writes its workspaces and the knowledge index, the ingress only the index", () => {
     const worker = units["svc-worker.service"];
     // 30s is worker.grace_period's default; the timeout leaves room for up to 5m
     expect(seconds(one(worker, "Service", "TimeoutStopSec"))).toBeGreaterThan(300);
-    expect(one(worker, "Service", "ReadWritePaths")).toBe(`${environment(worker).SVC_CONFIG_DIR}/workspaces`);
-    expect(units["svc-ingress.service"].Service?.ReadWritePaths).toBeUndefined();
+    const dir = environment(worker).SVC_CONFIG_DIR;
+    expect(one(worker, "Service", "ReadWritePaths")).toBe(`${dir}/workspaces -${dir}/data/knowledge`);
+    const ingress = units["svc-ingress.service"];
+    expect(one(ingress, "Service", "ReadWritePaths")).toBe(
+      `-${environment(ingress).SVC_CONFIG_DIR}/data/knowledge`,
+    );
   });
 
   it("the sysusers entry creates the svc user the units name", async () => {
