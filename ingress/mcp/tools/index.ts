@@ -2,6 +2,7 @@ import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import type { ToolDefinition } from "../tool.ts";
 import { getTrace } from "./get-trace.ts";
 import { hostToolDefinition } from "./host-tool.ts";
+import { readKnowledge, searchKnowledge } from "./knowledge.ts";
 import { readNote } from "./read-note.ts";
 import { searchNotes } from "./search-notes.ts";
 import { submitNote } from "./submit-note.ts";
@@ -10,7 +11,14 @@ import { submitNote } from "./submit-note.ts";
  * THE tool registry: every tool the tool protocol serves (and the `openai` runtime offers). A new
  * tool is one file in this directory exporting a ToolDefinition, plus one line here.
  */
-export const BUILTIN_TOOLS: readonly ToolDefinition[] = [submitNote, searchNotes, readNote, getTrace];
+export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
+  submitNote,
+  searchNotes,
+  readNote,
+  getTrace,
+  searchKnowledge,
+  readKnowledge,
+];
 
 /** The built-in tools, then `host_<name>` for each configured host tool. */
 export function toolsOf(config: Readonly<Pick<ConfigSnapshot, "hostTools">>): ToolDefinition[] {

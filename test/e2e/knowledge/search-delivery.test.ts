@@ -15,11 +15,13 @@ import {
 const FIXTURE = join(import.meta.dirname, "../../fixtures/knowledge/knowledge");
 const HOOK = "hook-token-0123456789";
 
-/** The agent searches through the daemon with its own sandboxed token, as its prompt tells it. */
+/** The agent calls the `search_knowledge` tool over the tool protocol with its run token, as its prompt tells it. */
 const AGENT = `#!/bin/sh
 prompt=$(cat)
 case "$prompt" in *search_knowledge*) told=true ;; *) told=false ;; esac
-found=$(curl -s -H "authorization: Bearer $SVC_AGENT_TOKEN" "$SVC_DAEMON_URL/knowledge?q=restore%20backup&limit=1" | sed 's/.*"path":"\\([^"]*\\)".*/\\1/')
+call='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_knowledge","arguments":{"query":"restore backup","topK":1}}}'
+found=$(curl -s -X POST "$SVC_MCP_URL" -H "authorization: Bearer $SVC_MCP_TOKEN" -H "content-type: application/json" \\
+  -H "accept: application/json, text/event-stream" -d "$call" | grep -o 'knowledge/[a-z-]*[.]md' | head -n 1)
 echo "{\\"told\\": $told, \\"found\\": \\"$found\\"}"
 `;
 
@@ -60,7 +62,7 @@ describe("delivery search: the agent of a run searches the knowledge itself (rea
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it("the prompt names the tool, and the agent's token reads GET /knowledge", async () => {
+  it("the prompt names the tool, and the agent finds the passage through search_knowledge on /mcp", async () => {
     const id = await postWebhook(url, "look-hook", HOOK, {});
     const invocation = await waitFor(async () => {
       const { rows } = await pool.query(

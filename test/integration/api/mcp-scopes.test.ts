@@ -114,14 +114,27 @@ describe("tools/list is filtered by scope", () => {
   it("mcp:read sees the read tools only, each marked readOnlyHint", async () => {
     const client = await connect(api.url, "secret-reader");
     const { tools } = await client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(["get_trace", "read_note", "search_notes"]);
+    expect(tools.map((tool) => tool.name).sort()).toEqual([
+      "get_trace",
+      "read_knowledge",
+      "read_note",
+      "search_knowledge",
+      "search_notes",
+    ]);
     for (const tool of tools) expect(tool.annotations?.readOnlyHint).toBe(true);
     await client.close();
   });
 
   it("mcp:write adds the write tools but no host tool", async () => {
     const client = await connect(api.url, "secret-writer");
-    expect(await toolNames(client)).toEqual(["get_trace", "read_note", "search_notes", "submit_note"]);
+    expect(await toolNames(client)).toEqual([
+      "get_trace",
+      "read_knowledge",
+      "read_note",
+      "search_knowledge",
+      "search_notes",
+      "submit_note",
+    ]);
     const submit = (await client.listTools()).tools.find((tool) => tool.name === "submit_note");
     expect(submit?.annotations?.readOnlyHint).toBe(false);
     await client.close();
@@ -129,7 +142,14 @@ describe("tools/list is filtered by scope", () => {
 
   it("host:execute:mark adds host_mark, with its input as a strict JSON schema", async () => {
     const client = await connect(api.url, "secret-marker");
-    expect(await toolNames(client)).toEqual(["get_trace", "host_mark", "read_note", "search_notes"]);
+    expect(await toolNames(client)).toEqual([
+      "get_trace",
+      "host_mark",
+      "read_knowledge",
+      "read_note",
+      "search_knowledge",
+      "search_notes",
+    ]);
     const mark = (await client.listTools()).tools.find((tool) => tool.name === "host_mark");
     expect(mark?.inputSchema).toMatchObject({
       type: "object",
@@ -146,13 +166,22 @@ describe("tools/list is filtered by scope", () => {
       "get_trace",
       "host_lint",
       "host_mark",
+      "read_knowledge",
       "read_note",
+      "search_knowledge",
       "search_notes",
       "submit_note",
     ]);
     await star.close();
     const box = await connect(api.url, sandboxed);
-    expect(await toolNames(box)).toEqual(["get_trace", "read_note", "search_notes", "submit_note"]);
+    expect(await toolNames(box)).toEqual([
+      "get_trace",
+      "read_knowledge",
+      "read_note",
+      "search_knowledge",
+      "search_notes",
+      "submit_note",
+    ]);
     await box.close();
   });
 
