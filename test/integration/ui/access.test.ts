@@ -114,6 +114,23 @@ describe("/ui access", () => {
     expect(style.headers.get("content-type")).toContain("text/css");
   });
 
+  it("lists an invocation's output deliveries with a link to what was posted, and escapes them", async () => {
+    const lineage = await seedLineage(local.pool);
+    await local.pool.query(
+      `INSERT INTO svc.output_deliveries (invocation_id, output_key, handler, status, remote_url, attempts)
+       VALUES ($1, 'review', 'codehost.review', 'sent', 'https://github.example/acme/widgets/pull/7#pullrequestreview-9', 1),
+              ($1, 'notify', 'chat.message', 'failed', 'javascript:alert(1)', 3)`,
+      [lineage.invocation],
+    );
+    const body = await (await page(local, `/ui/trace/${lineage.trigger}`)).text();
+    expect(body).toContain(
+      '<a href="https://github.example/acme/widgets/pull/7#pullrequestreview-9" rel="noreferrer">',
+    );
+    expect(body).toContain("<td>codehost.review</td><td>sent</td>");
+    expect(body).toContain("<td>chat.message</td><td>failed</td>");
+    expect(body).not.toContain('href="javascript:');
+  });
+
   it("escapes what it shows: a filter value comes back as text", async () => {
     const response = await page(local, `/ui/triggers?code=${encodeURIComponent('"><script>x</script>')}`);
     expect(response.status).toBe(400);
