@@ -47,7 +47,19 @@ const agents = new Histogram({
   registers: [registry],
 });
 
+const deliveries = new Counter({
+  name: "svc_worker_output_deliveries_total",
+  help: "output deliveries this worker finished, by handler and status (sent, reused: found by its marker, failed)",
+  labelNames: ["handler", "status"] as const,
+  registers: [registry],
+});
+
 const CODE = /^[a-z][a-z0-9_]{0,63}$/;
+
+/** One output delivery ended; `handler` is a handler id of the contract, never a key or a URL. */
+export function countDelivery(handler: string, status: "sent" | "reused" | "failed"): void {
+  deliveries.inc({ handler, status });
+}
 
 /** A claim-loop call site: `count` jobs of one queue kind were claimed. */
 export function countClaimed(queue: "dispatch" | "lane" | "announced", count: number): void {

@@ -9,6 +9,7 @@ import type {
   ReviewResult,
 } from "../../shared/output-schemas.ts";
 import type { ResolvedEvent } from "../dispatch.ts";
+import { countDelivery } from "../metrics.ts";
 import { PublishError, type PublishFailure } from "./attempt.ts";
 import { ChatPublisher } from "./chat.ts";
 import { CodehostPublisher, codehostClient, type PullRef } from "./codehost.ts";
@@ -54,6 +55,7 @@ export async function publishOutputs(deps: PublishDeps, input: PublishInput): Pr
       outcomes = [{ status: "failed", failure: error.failure, attempts: 0 }];
     }
     for (const outcome of outcomes) {
+      countDelivery(binding.handler, outcome.status === "sent" && outcome.reused ? "reused" : outcome.status);
       if (outcome.status === "failed") failures.push(failureDetail(key, binding.handler, outcome));
     }
   }

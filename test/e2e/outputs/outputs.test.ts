@@ -6,6 +6,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { freePort } from "../ingress/processes.ts";
 import {
   postWebhook,
   type RoleProcess,
@@ -54,7 +55,7 @@ function pipelineFile(body: string): string {
   return `version: 2.0.0\nagent: reviewer\n${body}`;
 }
 
-function files(github: FakeGitHub, slack: FakeSlack): Record<string, string> {
+function files(github: FakeGitHub, slack: FakeSlack, metricsPort: number): Record<string, string> {
   return {
     "daemon.yaml": `webhooks:
   sources:
@@ -90,6 +91,7 @@ queue:
       chat: { bot: releasebot, channel: C0ALERTS }
 worker:
   concurrency: 3
+  metrics_port: ${metricsPort}
 `,
     "members.yaml": `members:
   - name: reviewer
@@ -200,6 +202,7 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
   let ingress: RoleProcess;
   let worker: RoleProcess;
   let url: string;
+  let metricsPort: number;
 
   beforeAll(async () => {
     database = await createTestDatabase(inject("adminDatabaseUrl"));
@@ -221,7 +224,8 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
       },
     ]);
     slack = await startFakeSlack({ tokens: [CHAT_TOKEN], channels: ["C0RELEASE", "C0ALERTS"] });
-    dir = await writeConfigDir(files(github, slack), [
+    metricsPort = await freePort();
+    dir = await writeConfigDir(files(github, slack, metricsPort), [
       "bin/review",
       "bin/comment",
       "bin/forbidden",
@@ -337,6 +341,11 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
         lastError: null,
       },
     ]);
+    // the worker's /metrics counts the delivery by handler and status (loopback install: no token)
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toContain(
+      'svc_worker_output_deliveries_total{handler="codehost.review",status="sent"} 1',
+    );
   });
 
   it("the pipeline's own identity opening a pull request is not reviewed", async () => {
