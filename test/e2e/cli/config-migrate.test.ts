@@ -123,7 +123,7 @@ describe("svc config migrate on a 0.6-era configuration", () => {
     ]) {
       expect(run.stdout).toContain(`changed: ${file}\n`);
     }
-    expect(run.stdout).toContain("5 to-dos left for you");
+    expect(run.stdout).toContain("7 to-dos left for you");
 
     const backup = /^backup: (.+)$/m.exec(run.stdout)?.[1];
     expect(backup && dirname(backup)).toBe(parent);
@@ -162,6 +162,16 @@ describe("svc config migrate on a 0.6-era configuration", () => {
       { file: "daemon.yaml", path: "host_tools.changed-files.run", code: "removed_key" },
       { file: "daemon.yaml", path: "sandboxes.forwardEnv", code: "removed_key" },
       { file: "daemon.yaml", path: "agents.reviewer.watch", code: "removed_key" },
+      {
+        file: "pipelines/deploy-notes.yaml",
+        path: "outputs.review.handler",
+        code: "codehost_identity_missing",
+      },
+      {
+        file: "pipelines/pr-review.yaml",
+        path: "principals.pull-request-reviewer",
+        code: "unknown_principal",
+      },
     ]);
     const todos = [...run.stdout.matchAll(/^ {2}(\S+?):(\d+): /gm)].map((m) => `${m[1]}:${m[2]}`);
     expect(todos).toEqual([
@@ -170,6 +180,8 @@ describe("svc config migrate on a 0.6-era configuration", () => {
       "daemon.yaml:73",
       "daemon.yaml:78",
       "pipelines/deploy-notes.yaml:6",
+      "pipelines/deploy-notes.yaml:24",
+      "pipelines/pr-review.yaml:5",
     ]);
     const lines = daemon.split("\n");
     for (const at of [26, 63, 73, 78]) expect(lines[at - 1]).toMatch(/^\s*# TODO\(svc config migrate\): /);
@@ -180,7 +192,7 @@ describe("svc config migrate on a 0.6-era configuration", () => {
     const run = await svc(["config", "migrate", "--dir", dir], ENV);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("nothing to change: the configuration already uses these shapes\n");
-    expect(run.stdout).toContain("5 to-dos left for you");
+    expect(run.stdout).toContain("7 to-dos left for you");
     expect(run.stdout).not.toContain("backup:");
     expect(await snapshot(parent)).toEqual(before);
   });
@@ -200,7 +212,12 @@ describe("svc config migrate on a 0.6-era configuration", () => {
         "    exec: /usr/bin/git\n    args: [diff, --name-only, main]\n",
       )
       .replace(/sandboxes:\n.*\n.*\n\n/, "")
-      .replace(/agents:\n.*\n.*\n.*\n\n/, "");
+      .replace(/agents:\n.*\n.*\n.*\n\n/, "")
+      .concat(
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: daemon.yaml's ${ENV} substitution, written literally
+        '\ncodehost:\n  token: ${GITHUB_WEBHOOK_SECRET}\n  principals:\n    "42":\n      token: ${GITHUB_WEBHOOK_SECRET}\n',
+      );
+
     await writeFile(join(dir, "daemon.yaml"), daemon);
     const run = await svc(["config", "validate", "--dir", dir], ENV);
     expect(run.stdout).toContain("configuration valid: 3 pipelines, 3 sources, 2 targets");

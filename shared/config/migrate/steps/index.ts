@@ -10,6 +10,7 @@ import { v0_9_0 } from "./v0-9-0.ts";
 import { v0_9_2 } from "./v0-9-2.ts";
 import { v0_10_0 } from "./v0-10-0.ts";
 import { v0_11_0 } from "./v0-11-0.ts";
+import { v0_12_0 } from "./v0-12-0.ts";
 
 /**
  * Every release of "Changes by release" that changed the configuration, oldest first: a later step
@@ -28,4 +29,5 @@ export const STEPS: readonly Step[] = [
   v0_9_2,
   v0_10_0,
   v0_11_0,
+  v0_12_0,
 ];
