@@ -1,4 +1,4 @@
-import { execFile, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,7 +32,7 @@ function run(command: string, args: string[], extra: Record<string, string> = {}
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, {
       cwd,
-      env: { PATH, HOME: work, NO_COLOR: "1", npm_config_cache: npmCache(), ...extra },
+      env: { PATH, HOME: work, NO_COLOR: "1", npm_config_cache: npmCache(), ...TRUST, ...extra },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -43,6 +43,21 @@ function run(command: string, args: string[], extra: Record<string, string> = {}
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/**
+ * The machine's certificate settings: a child npm with its own prefix no longer reads the global
+ * npmrc that names the CA file, and a registry behind an intercepting proxy then fails its TLS.
+ */
+const TRUST: Record<string, string> = (() => {
+  const trust: Record<string, string> = {};
+  for (const name of ["NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR"]) {
+    const value = process.env[name];
+    if (value) trust[name] = value;
+  }
+  const cafile = execFileSync("npm", ["config", "get", "cafile"], { encoding: "utf8" }).trim();
+  if (cafile && cafile !== "null" && cafile !== "undefined") trust.npm_config_cafile = cafile;
+  return trust;
+})();
 
 /** npm's own cache of this machine, so installs reuse what `npm ci` downloaded */
 function npmCache(): string {
