@@ -19,7 +19,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
-import { NOTIFY_CHANNEL, transactionDb } from "../db/boss.ts";
+import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
 import { startEmbeddedPostgres } from "../db/embedded.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
 
@@ -315,7 +315,7 @@ async function main() {
       }
       await client.query("COMMIT");
       const start = wallMs();
-      await client.query("SELECT pg_notify($1, $2)", [NOTIFY_CHANNEL, DISPATCH_QUEUE]);
+      await client.query("SELECT pg_notify($1, $2)", [WAKE_CHANNEL, DISPATCH_QUEUE]);
       client.release();
       await boss.stop({ graceful: false });
       await waitDone(ids);

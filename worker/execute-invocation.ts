@@ -5,7 +5,6 @@ import type { PgBoss } from "pg-boss";
 import { issueSandboxToken, revokeInvocationTokens } from "../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../db/boss.ts";
 import {
-  claimInvocation,
   finishInvocation,
   getInvocationStatus,
   heartbeatInvocation,
@@ -26,8 +25,7 @@ import { recordFileArtifact, recordSurface } from "./artifacts.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type ResolvedEvent, resolveEvent, runIdentity } from "./dispatch.ts";
-import type { HeadStart } from "./head-start.ts";
-import { laneFor, targetUsable } from "./lanes.ts";
+import { LOCAL_LANE, laneFor, targetUsable } from "./lanes.ts";
 import { type ProcessSpec, runProcessTree } from "./process-tree.ts";
 import { assemblePrompt, promptText } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
@@ -91,26 +89,10 @@ function stepLabel(run: string): string {
   return line.length > 80 ? `${line.slice(0, 77)}...` : line;
 }
 
-/**
- * Runs one invocation if this worker wins its claim; otherwise returns at once. While it runs, a
- * heartbeat keeps the claim alive; losing the claim (a reaper judged this worker gone) aborts the run.
- */
-export async function executeInvocation(
-  deps: ExecuteDeps,
-  invocationId: string,
-  shutdown: AbortSignal,
-): Promise<void> {
-  const claimed = await claimInvocation(deps.pool, invocationId, deps.workerId, deps.staleAfterMs);
-  if (!claimed) return;
-  await runClaimedInvocation(deps, claimed, shutdown);
-}
-
 /** What dispatch already read for a run it claimed, so the run does not read it again. */
 export interface KnownRun {
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event: ResolvedEvent;
-  /** the workspace and held first step dispatch prepared while it committed */
-  headStart?: HeadStart;
 }
 
 /** Runs an invocation this worker holds (claimed from a lane job, or created claimed by dispatch). */
@@ -159,16 +141,13 @@ export async function runClaimedInvocation(
   const paths = workspacePaths(deps.config.dir, workload.id, invocationId);
   let end: RunEnd;
   try {
-    // written once run() waits for the first time: a step held at its gate is released first
-    queueMicrotask(() =>
-      logger.info("invocation started", {
-        event: "invocation.started",
-        invocation: invocationId,
-        workload: workload.id,
-        pipeline: workload.pipeline,
-        attempt: claimed.attempts,
-      }),
-    );
+    logger.info("invocation started", {
+      event: "invocation.started",
+      invocation: invocationId,
+      workload: workload.id,
+      pipeline: workload.pipeline,
+      attempt: claimed.attempts,
+    });
     end = pipeline
       ? await run(deps, {
           invocationId,
@@ -177,7 +156,6 @@ export async function runClaimedInvocation(
           paths,
           signal: controller.signal,
           event: known?.event,
-          headStart: known?.headStart,
           target: claimed.target,
           isCancelled: () => cancelled,
         })
@@ -194,8 +172,6 @@ export async function runClaimedInvocation(
       diagnostic: diagnostic("agent_failed", `the run failed inside the worker: ${(error as Error).message}`),
     };
   } finally {
-    // a run that ended before its first step (cancelled, say) leaves nothing held behind
-    known?.headStart?.firstStep.discard();
     clearInterval(heartbeat);
     shutdown.removeEventListener("abort", onShutdown);
     deps.runs?.delete(invocationId);
@@ -268,7 +244,7 @@ async function release(
 ) {
   const lane = pipeline
     ? laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets)
-    : { queue: "svc-lane-local", target: null };
+    : { queue: LOCAL_LANE, target: null };
   await withTransaction(deps.pool, async (client) => {
     if (!(await releaseInvocation(client, invocationId, deps.workerId))) return;
     const job: InvocationJob = { invocationId };
@@ -295,7 +271,6 @@ interface RunInput {
   signal: AbortSignal;
   /** already resolved by dispatch */
   event?: ResolvedEvent;
-  headStart?: HeadStart;
   /** the target the invocation row names already */
   target: string | null;
   isCancelled: () => boolean;
@@ -320,16 +295,12 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
         };
   const { repo, sha, branch } = event.context;
   let seq = 0;
-  const { headStart } = input;
-  // a head start is taken only when nothing is cloned, and makes the same directories
-  const headStartReady = headStart?.ready ?? false;
   try {
-    if (!headStartReady)
-      await prepareWorkspace(paths, {
-        cloneUrl: repo ? config.repos[repo]?.cloneUrl : undefined,
-        sha,
-        branch,
-      });
+    await prepareWorkspace(paths, {
+      cloneUrl: repo ? config.repos[repo]?.cloneUrl : undefined,
+      sha,
+      branch,
+    });
   } catch (error) {
     if (!(error instanceof CheckoutError)) throw error;
     return {
@@ -343,24 +314,21 @@ async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
       ),
     };
   }
-  const env = headStart?.env ?? eventEnvironment(paths, event, pipeline);
+  const env = eventEnvironment(paths, event, pipeline);
 
   for (const [index, step] of pipeline.setup.entries()) {
     const taskId = newId("task");
     const name = `setup[${index}]: ${stepLabel(step.run)}`;
     const logFile = join(paths.logsDir, `setup-${index}.log`);
-    const running =
-      index === 0 && headStartReady && headStart?.firstStep.held
-        ? headStart.firstStep.release({ signal })
-        : runProcessTree({
-            argv: setupStepArgv(step.run),
-            cwd: paths.checkout,
-            env,
-            logFile,
-            truncate: true,
-            signal,
-            spawner: deps.spawner,
-          });
+    const running = runProcessTree({
+      argv: setupStepArgv(step.run),
+      cwd: paths.checkout,
+      env,
+      logFile,
+      truncate: true,
+      signal,
+      spawner: deps.spawner,
+    });
     // the task row is written while the step runs: the step does not wait for the database
     const started = startTask(pool, { id: taskId, invocationId, kind: "setup", name, seq: seq++ });
     started.catch(() => {});

@@ -1,0 +1,285 @@
+import type { PgBoss } from "pg-boss";
+import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
+import { claimInvocations, type InvocationRow } from "../db/invocations.ts";
+import { withTransaction } from "../db/transaction.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../shared/queues.ts";
+import { afterDispatch, type DispatchDeps, type DispatchOutcome, dispatchInTransaction } from "./dispatch.ts";
+import type { KnownRun } from "./execute-invocation.ts";
+import { targetUsable } from "./lanes.ts";
+import type { Lease, Slots } from "./slots.ts";
+
+export interface ClaimLoopDeps extends DispatchDeps {
+  boss: PgBoss;
+  workerId: string;
+  staleAfterMs: number;
+  /** every lane queue this worker serves, with the target it runs (null: the local lane) */
+  lanes: ReadonlyMap<string, string | null>;
+  slots: Slots;
+  /** true while the daemon is drained: nothing is claimed */
+  drained(): boolean;
+  /** runs an invocation this worker holds; the claim loop gives it a slot lease */
+  runClaimed(row: InvocationRow, known?: KnownRun): Promise<void>;
+}
+
+/** The backstop poll: a lost NOTIFY, delayed jobs (`startAfter`) and retries are found by it. */
+const POLL_MS = 1_000;
+
+/**
+ * One claim loop per worker process. Woken by a NOTIFY on WAKE_CHANNEL naming a queue (polling is
+ * the backstop), it fetches exactly as many jobs as it has free slots, in batches: lane jobs
+ * (invocations waiting on a usable target) first, then dispatch jobs. Dispatching a trigger creates
+ * its first runnable invocation already claimed by this worker, which runs it at once, in-process.
+ * A lane is fetched only while its target is usable, so the jobs of a target whose only credential
+ * is dead wait instead of failing. While the daemon is drained nothing is claimed.
+ */
+export class ClaimLoop {
+  readonly #deps: ClaimLoopDeps;
+  #closing = false;
+  /** look at every queue: the poll fired, the listener reconnected, or a round ran out of room */
+  #everything = true;
+  /** queues a NOTIFY named, or whose last fetch came back full, not fetched since */
+  readonly #notified = new Set<string>();
+  /** dispatch jobs whose unguarded dispatch threw: the next round dispatches them under a savepoint */
+  readonly #suspects = new Set<string>();
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #listener: { close(): Promise<void> } | undefined;
+
+  constructor(deps: ClaimLoopDeps) {
+    this.#deps = deps;
+  }
+
+  /** Starts listening and looping. */
+  async start(): Promise<void> {
+    const queues = new Set([DISPATCH_QUEUE, ...this.#deps.lanes.keys()]);
+    const db = this.#deps.boss.getDb();
+    this.#listener = await db.listen?.(
+      WAKE_CHANNEL,
+      (queue) => {
+        if (queues.has(queue)) this.poke(queue);
+      },
+      () => this.poke(),
+    );
+    this.#loop = this.#run();
+  }
+
+  /** Something may be waiting: on `queue`, or (no queue) anywhere. */
+  poke(queue?: string): void {
+    if (queue) this.#notified.add(queue);
+    else this.#everything = true;
+    this.#wake?.();
+  }
+
+  /** Stops claiming; runs already started keep going. */
+  async stop(): Promise<void> {
+    this.#closing = true;
+    this.#wake?.();
+    await this.#loop;
+    // a listener that fails to close had its connection end already: nothing is left to stop
+    await this.#listener?.close().catch(() => {});
+  }
+
+  #hasWork(): boolean {
+    return this.#everything || this.#notified.size > 0;
+  }
+
+  async #run(): Promise<void> {
+    const { slots, logger } = this.#deps;
+    while (!this.#closing) {
+      try {
+        if (slots.free > 0 && this.#hasWork() && !this.#deps.drained()) {
+          await this.#round();
+          continue;
+        }
+      } catch (error) {
+        logger.warn("claiming work failed; retrying after the poll interval", {
+          event: "worker.fetch_failed",
+          error: (error as Error).message,
+        });
+      }
+      if (this.#closing) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.#everything = true; // the backstop: look again even without a NOTIFY
+          resolve();
+        }, POLL_MS);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  /** the lanes whose target can run now, in configuration order */
+  usableLanes(): string[] {
+    const { config, cooldowns, secrets } = this.#deps;
+    return [...this.#deps.lanes]
+      .filter(([, name]) => {
+        const target = name ? config.targets[name] : undefined;
+        return !target || targetUsable(target, cooldowns, secrets);
+      })
+      .map(([lane]) => lane);
+  }
+
+  /**
+   * One round: the queues there is a reason to look at, lanes first (runs already waiting), then
+   * dispatch, each fetched for exactly the slots still free. A woken queue is fetched alone, so a
+   * webhook's NOTIFY costs one fetch, not one per lane.
+   */
+  async #round(): Promise<void> {
+    const all = this.#everything;
+    this.#everything = false;
+    const order = [...this.usableLanes(), DISPATCH_QUEUE];
+    for (const queue of this.#notified) if (!order.includes(queue)) this.#notified.delete(queue);
+    for (const queue of order) {
+      if (!all && !this.#notified.has(queue)) continue;
+      if (this.#deps.slots.free <= 0 || this.#closing) {
+        if (all) this.#everything = true; // what was not looked at yet waits for the next free slot
+        return;
+      }
+      this.#notified.delete(queue);
+      const leases = this.#deps.slots.take(this.#deps.slots.free);
+      let fetched = 0;
+      try {
+        fetched =
+          queue === DISPATCH_QUEUE
+            ? await this.#takeDispatchJobs(leases)
+            : await this.#takeLaneJobs(queue, leases);
+      } finally {
+        // the leases no run took come back here, whatever was thrown
+        for (const lease of leases) lease.release();
+      }
+      if (fetched >= leases.length) this.#notified.add(queue); // a full batch: there may be more
+    }
+  }
+
+  #start(lease: Lease, row: InvocationRow, known?: KnownRun): void {
+    this.#deps.slots.run(
+      lease,
+      () => this.#deps.runClaimed(row, known),
+      (error) =>
+        this.#deps.logger.error("run failed inside the worker", {
+          event: "worker.run_failed",
+          invocation: row.id,
+          error: (error as Error).message,
+        }),
+    );
+  }
+
+  /**
+   * Fetches a batch of lane jobs, claims their invocations in one statement and completes the jobs,
+   * all in one transaction (one commit), then starts what it claimed. The job only carried "claim
+   * this invocation": it is done once the claim is decided either way. A crash before the commit
+   * leaves the jobs where they were.
+   */
+  async #takeLaneJobs(lane: string, leases: Lease[]): Promise<number> {
+    const { boss, pool, workerId, staleAfterMs } = this.#deps;
+    let fetched = 0;
+    const claimed = await withTransaction(pool, async (client) => {
+      const db = transactionDb(client);
+      const jobs = await boss.fetch<InvocationJob>(lane, { batchSize: leases.length, db });
+      fetched = jobs.length;
+      if (jobs.length === 0) return [];
+      const ids = jobs.map((job) => job.data.invocationId);
+      const rows = await claimInvocations(client, ids, workerId, staleAfterMs);
+      await boss.complete(
+        lane,
+        jobs.map((job) => job.id),
+        null,
+        { db },
+      );
+      return rows;
+    });
+    for (const [index, row] of claimed.entries()) this.#start(leases[index]!, row);
+    return fetched;
+  }
+
+  /**
+   * Fetches a batch of dispatch jobs and dispatches them in one transaction (one commit for the
+   * batch; a savepoint per trigger, so a trigger that fails to dispatch is failed for a retry alone).
+   * A lone job goes without the savepoint: it would cost two round trips on the path every webhook
+   * takes. If that dispatch throws, the rollback hands the job back untouched, and the next round,
+   * at once, takes it under a savepoint and fails it there. Each dispatch may hand back one run,
+   * created claimed by this worker, to start here.
+   */
+  async #takeDispatchJobs(leases: Lease[]): Promise<number> {
+    const { boss, pool, logger } = this.#deps;
+    let fetched = 0;
+    let unguarded: { job: string; trigger: string } | undefined;
+    let outcomes: { triggerId: string; outcome: DispatchOutcome }[];
+    try {
+      outcomes = await withTransaction(pool, async (client) => {
+        const jobs = await boss.fetch<DispatchJob>(DISPATCH_QUEUE, {
+          batchSize: leases.length,
+          db: transactionDb(client),
+        });
+        fetched = jobs.length;
+        const lone = jobs.length === 1 ? jobs[0]! : undefined;
+        if (lone && !this.#suspects.has(lone.id)) {
+          unguarded = { job: lone.id, trigger: lone.data.triggerId };
+          const outcome = await dispatchInTransaction(
+            this.#deps,
+            client,
+            lone.data.triggerId,
+            this.#options(lone.id),
+          );
+          return [{ triggerId: lone.data.triggerId, outcome }];
+        }
+        return this.#dispatchGuarded(client, jobs);
+      });
+    } catch (error) {
+      if (!unguarded) throw error;
+      // a job that another worker took meanwhile would stay here forever: keep the set small
+      if (this.#suspects.size >= 1_000) this.#suspects.clear();
+      this.#suspects.add(unguarded.job);
+      logger.debug("dispatch failed without a savepoint; retrying it under one", {
+        event: "dispatch.retry_guarded",
+        trigger: unguarded.trigger,
+        error: (error as Error).message,
+      });
+      this.#notified.add(DISPATCH_QUEUE);
+      return fetched;
+    }
+    // the runs first, the logs after
+    let next = 0;
+    for (const { outcome } of outcomes) {
+      const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
+      if (run) this.#start(leases[next++]!, run.invocation, run);
+    }
+    for (const { triggerId, outcome } of outcomes) afterDispatch(this.#deps, triggerId, outcome);
+    return fetched;
+  }
+
+  #options(jobId: string) {
+    return { jobId, claimFor: this.#closing ? undefined : this.#deps.workerId };
+  }
+
+  /** Dispatches each job under its own savepoint; a failing one is failed (pg-boss retries it) alone. */
+  async #dispatchGuarded(
+    client: import("pg").PoolClient,
+    jobs: { id: string; data: DispatchJob }[],
+  ): Promise<{ triggerId: string; outcome: DispatchOutcome }[]> {
+    const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
+    for (const job of jobs) {
+      this.#suspects.delete(job.id);
+      const { triggerId } = job.data;
+      await client.query("SAVEPOINT dispatch");
+      try {
+        const outcome = await dispatchInTransaction(this.#deps, client, triggerId, this.#options(job.id));
+        await client.query("RELEASE SAVEPOINT dispatch");
+        outcomes.push({ triggerId, outcome });
+      } catch (error) {
+        await client.query("ROLLBACK TO SAVEPOINT dispatch");
+        this.#deps.logger.warn("dispatch failed; the job is retried", {
+          event: "dispatch.failed",
+          trigger: triggerId,
+          error: (error as Error).message,
+        });
+        await this.#deps.boss.fail(DISPATCH_QUEUE, job.id, null, { db: transactionDb(client) });
+      }
+    }
+    return outcomes;
+  }
+}
