@@ -135,7 +135,7 @@ export class ClaimLoop {
     for (const queue of this.#notified) if (!order.includes(queue)) this.#notified.delete(queue);
     for (const queue of order) {
       if (!all && !this.#notified.has(queue)) continue;
-      if (this.#deps.slots.free <= 0 || this.#closing) {
+      if (this.#deps.slots.free <= 0 || this.#closing || this.#deps.drained()) {
         if (all) this.#everything = true; // what was not looked at yet waits for the next free slot
         return;
       }
