@@ -73,11 +73,6 @@ export async function insertWorkloadWithClaimedInvocation(
   return rows[0]!;
 }
 
-export async function getInvocation(db: Queryable, id: string): Promise<InvocationRow | undefined> {
-  const { rows } = await db.query<InvocationRow>("SELECT * FROM svc.invocations WHERE id = $1", [id]);
-  return rows[0];
-}
-
 export async function listInvocationsForTrigger(db: Queryable, triggerId: string): Promise<InvocationRow[]> {
   const { rows } = await db.query<InvocationRow>(
     `SELECT i.* FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
@@ -85,30 +80,6 @@ export async function listInvocationsForTrigger(db: Queryable, triggerId: string
     [triggerId],
   );
   return rows;
-}
-
-/**
- * The exactly-once gate: only one worker's UPDATE can move a row out of `queued` (or take over a
- * `running` row whose holder stopped heartbeating), so two workers holding jobs for the same
- * invocation never both run it.
- */
-export async function claimInvocation(
-  db: Queryable,
-  id: string,
-  workerId: string,
-  staleAfterMs: number,
-): Promise<InvocationRow | undefined> {
-  const { rows } = await db.query<InvocationRow>(
-    `UPDATE svc.invocations
-        SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
-            started_at = coalesce(started_at, now()), updated_at = now()
-      WHERE id = $1
-        AND (status = 'queued'
-             OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
-      RETURNING *`,
-    [id, workerId, staleAfterMs],
-  );
-  return rows[0];
 }
 
 /**

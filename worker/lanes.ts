@@ -1,6 +1,6 @@
 import type { ConfigSnapshot, Pipeline, Target } from "../shared/config/types.ts";
 import type { Logger } from "../shared/logger.ts";
-import { LOCAL_LANE, laneQueue } from "../shared/queues.ts";
+import { LOCAL_LANE, laneQueue, pipelineLane } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 
@@ -20,22 +20,14 @@ export function targetUsable(
   );
 }
 
-/**
- * The lane an invocation waits on: its pipeline's first usable target, else its first target
- * (whose lane is stopped, so the job waits there until a credential comes back). `usable`: the
- * lane can run now.
- */
+/** The lane a pipeline's new invocation waits on (shared/queues.ts pipelineLane), by this worker's view of credentials. */
 export function laneFor(
   pipeline: Pipeline,
   config: Pick<ConfigSnapshot, "targets">,
   cooldowns: CredentialCooldowns,
   secrets: CredentialSecrets,
 ): { queue: string; target: string | null; usable: boolean } {
-  const targets = pipeline.targets.map((name) => config.targets[name]).filter((t) => t !== undefined);
-  if (targets.length === 0) return { queue: laneQueue(null), target: null, usable: true };
-  const usable = targets.find((target) => targetUsable(target, cooldowns, secrets));
-  const chosen = usable ?? targets[0]!;
-  return { queue: laneQueue(chosen.name), target: chosen.name, usable: usable !== undefined };
+  return pipelineLane(pipeline, config.targets, (target) => targetUsable(target, cooldowns, secrets));
 }
 
 /** Every lane a worker serves, with the target it runs (null: the local lane). */

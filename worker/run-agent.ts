@@ -18,7 +18,7 @@ import { runOpenAiAgent } from "./runtimes/openai.ts";
 import type { AgentOutcome } from "./runtimes/outcome.ts";
 
 /** Scopes of the token an agent process gets: the tool protocol and knowledge, never host tools. */
-export const SANDBOX_SCOPES = ["mcp:read", "mcp:write", "knowledge:read"];
+const SANDBOX_SCOPES = ["mcp:read", "mcp:write", "knowledge:read"];
 
 export type AgentEnd = { kind: "result"; result: unknown; target: string } | { kind: "ended"; end: RunEnd };
 
