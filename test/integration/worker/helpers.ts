@@ -11,25 +11,7 @@ import type { ConfigSnapshot, Pipeline, Target } from "../../../shared/config/ty
 import { createLogger, type Logger } from "../../../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 
-export function pipeline(name: string, overrides: Partial<Pipeline> = {}): Pipeline {
-  return {
-    name,
-    file: `pipelines/${name}.yaml`,
-    version: "1.0.0",
-    companions: [],
-    instructions: `Run ${name}.`,
-    trigger: null,
-    args: {},
-    principals: {},
-    outputs: {},
-    env: {},
-    setup: [],
-    retainCheckout: true,
-    targets: [],
-    knowledge: { method: "none" },
-    ...overrides,
-  };
-}
+export { pipeline } from "../../support/pipeline.ts";
 
 export function makeConfig(dir: string, overrides: Partial<ConfigSnapshot> = {}): ConfigSnapshot {
   return {
