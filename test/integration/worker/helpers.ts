@@ -7,7 +7,7 @@ import type { PgBoss } from "pg-boss";
 import { transactionDb, wakeWorkers } from "../../../db/boss.ts";
 import { withTransaction } from "../../../db/transaction.ts";
 import { insertTrigger, type TriggerKind } from "../../../db/triggers.ts";
-import type { ConfigSnapshot, Pipeline, Target } from "../../../shared/config/types.ts";
+import type { ConfigSnapshot, Target } from "../../../shared/config/types.ts";
 import { createLogger, type Logger } from "../../../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 
