@@ -6,7 +6,7 @@ import {
   insertInvocation,
   insertWorkloadWithClaimedInvocation,
 } from "../db/invocations.ts";
-import { lockTrigger } from "../db/trigger-status.ts";
+import { type LockedTrigger, lockTrigger } from "../db/trigger-status.ts";
 import { getTrigger, setTriggerStatus } from "../db/triggers.ts";
 import { insertWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
@@ -164,102 +164,108 @@ export async function dispatchInTransaction(
   options: DispatchOptions = {},
 ) {
   const { config } = deps;
-  {
-    const done = async () => {
-      if (options.jobId)
-        await deps.boss.complete(DISPATCH_QUEUE, options.jobId, null, { db: transactionDb(client) });
-    };
-    const trigger = await lockTrigger(client, triggerId);
-    if (!trigger) {
-      await done();
-      return { kind: "missing" as const };
-    }
-    if (trigger.status !== "queued" || trigger.has_workloads) {
-      await done();
-      return { kind: "already" as const };
-    }
-    const event = await resolveEvent(client, trigger);
-    let pipelines = matchPipelines(config, {
-      kind: event.kind,
-      source: event.source,
-      eventName: event.eventName,
-      repo: event.context.repo,
-    });
-    // an agent-session event addresses one agent: only that agent's pipelines answer it
-    if (event.kind === "tracker" && event.context.agent) {
-      pipelines = pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
-    }
-    const unknown = unknownReference(config, pipelines, event.context);
-    if (unknown) {
-      await setTriggerStatus(client, triggerId, "discarded", {
-        code: unknown.code,
-        message: unknown.message,
-      });
-      await done();
-      return { kind: "discarded" as const, diagnostic: unknown };
-    }
-    if (pipelines.length === 0) {
-      const none = diagnostic(
-        "no_matching_pipeline",
-        `no pipeline is fired by ${event.kind} ${event.kind === "webhook" ? `route ${event.source}` : `event ${event.eventName}`}`,
-      );
-      await setTriggerStatus(client, triggerId, "completed", none);
-      await done();
-      return { kind: "none" as const };
-    }
-    const created: { workload: string; invocation: string; pipeline: string; lane: string }[] = [];
-    let claimed: ClaimedRun | undefined;
-    for (const pipeline of pipelines) {
-      const workloadId = newId("workload");
-      const invocationId = newId("invocation");
-      const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
-      const workspace = workspacePaths(config.dir, workloadId, invocationId).root;
-      if (options.claimFor && !claimed && lane.usable) {
-        const invocation = await insertWorkloadWithClaimedInvocation(client, {
-          workloadId,
-          triggerId,
-          pipeline: pipeline.name,
-          owner: trigger.owner,
-          workspace,
-          invocationId,
-          target: lane.target,
-          workerId: options.claimFor,
-        });
-        claimed = {
-          invocation,
-          workload: { id: workloadId, trigger_id: triggerId, pipeline: pipeline.name },
-          event,
-        };
-        created.push({
-          workload: workloadId,
-          invocation: invocationId,
-          pipeline: pipeline.name,
-          lane: "in-process",
-        });
-        continue;
-      }
-      await insertWorkload(client, {
-        id: workloadId,
-        triggerId,
-        pipeline: pipeline.name,
-        owner: trigger.owner,
-        workspace,
-      });
-      await insertInvocation(client, { id: invocationId, workloadId, target: lane.target });
-      const job: InvocationJob = { invocationId };
-      await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
-      created.push({
-        workload: workloadId,
-        invocation: invocationId,
-        pipeline: pipeline.name,
-        lane: lane.queue,
-      });
-    }
-    // a claimed run's insert already moved the trigger to `running`
-    if (!claimed) await setTriggerStatus(client, triggerId, "running");
+  const done = async () => {
+    if (options.jobId)
+      await deps.boss.complete(DISPATCH_QUEUE, options.jobId, null, { db: transactionDb(client) });
+  };
+  const trigger = await lockTrigger(client, triggerId);
+  if (!trigger) {
     await done();
-    return { kind: "dispatched" as const, created, claimed };
+    return { kind: "missing" as const };
   }
+  if (trigger.status !== "queued" || trigger.has_workloads) {
+    await done();
+    return { kind: "already" as const };
+  }
+  const event = await resolveEvent(client, trigger);
+  let pipelines = matchPipelines(config, {
+    kind: event.kind,
+    source: event.source,
+    eventName: event.eventName,
+    repo: event.context.repo,
+  });
+  // an agent-session event addresses one agent: only that agent's pipelines answer it
+  if (event.kind === "tracker" && event.context.agent) {
+    pipelines = pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
+  }
+  const unknown = unknownReference(config, pipelines, event.context);
+  if (unknown) {
+    await setTriggerStatus(client, triggerId, "discarded", { code: unknown.code, message: unknown.message });
+    await done();
+    return { kind: "discarded" as const, diagnostic: unknown };
+  }
+  if (pipelines.length === 0) {
+    const none = diagnostic(
+      "no_matching_pipeline",
+      `no pipeline is fired by ${event.kind} ${event.kind === "webhook" ? `route ${event.source}` : `event ${event.eventName}`}`,
+    );
+    await setTriggerStatus(client, triggerId, "completed", none);
+    await done();
+    return { kind: "none" as const };
+  }
+  const run = await createRun(deps, client, { trigger, event, pipelines, claimFor: options.claimFor });
+  await done();
+  return { kind: "dispatched" as const, ...run };
+}
+
+/**
+ * The one place that creates a run: a workload and an invocation per pipeline. The first invocation
+ * whose lane can run now is created held by `claimFor` (it runs in-process, without a job); every
+ * other one gets a job on its lane. The trigger moves to `running`.
+ */
+async function createRun(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  run: { trigger: LockedTrigger; event: ResolvedEvent; pipelines: Pipeline[]; claimFor: string | undefined },
+): Promise<{ created: CreatedInvocation[]; claimed: ClaimedRun | undefined }> {
+  const { config } = deps;
+  const { trigger, event } = run;
+  const created: CreatedInvocation[] = [];
+  let claimed: ClaimedRun | undefined;
+  for (const pipeline of run.pipelines) {
+    const workloadId = newId("workload");
+    const invocationId = newId("invocation");
+    const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
+    const rows = {
+      workloadId,
+      triggerId: trigger.id,
+      pipeline: pipeline.name,
+      owner: trigger.owner,
+      workspace: workspacePaths(config.dir, workloadId, invocationId).root,
+      invocationId,
+      target: lane.target,
+    };
+    const entry = { workload: workloadId, invocation: invocationId, pipeline: pipeline.name };
+    if (run.claimFor && !claimed && lane.usable) {
+      const invocation = await insertWorkloadWithClaimedInvocation(client, {
+        ...rows,
+        workerId: run.claimFor,
+      });
+      claimed = {
+        invocation,
+        workload: { id: workloadId, trigger_id: trigger.id, pipeline: pipeline.name },
+        event,
+      };
+      created.push({ ...entry, lane: "in-process" });
+      continue;
+    }
+    await insertWorkload(client, { ...rows, id: workloadId });
+    await insertInvocation(client, { id: invocationId, workloadId, target: lane.target });
+    const job: InvocationJob = { invocationId };
+    await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
+    created.push({ ...entry, lane: lane.queue });
+  }
+  // a claimed run's insert already moved the trigger to `running`
+  if (!claimed) await setTriggerStatus(client, trigger.id, "running");
+  return { created, claimed };
+}
+
+interface CreatedInvocation {
+  workload: string;
+  invocation: string;
+  pipeline: string;
+  /** its lane queue, or `in-process` when this worker holds it */
+  lane: string;
 }
 
 /** After the dispatch transaction committed: logs, and wakes the lanes it sent jobs to. */
