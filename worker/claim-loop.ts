@@ -76,7 +76,7 @@ export class ClaimLoop {
     this.#wake?.();
     await this.#loop;
     // a listener that fails to close had its connection end already: nothing is left to stop
-    await this.#listener?.close().catch(() => {});
+    await this.#listener?.close().catch(() => {}); // its connection is gone already: nothing left to close
   }
 
   #hasWork(): boolean {

@@ -35,7 +35,7 @@ async function exists(path: string): Promise<boolean> {
     await stat(path);
     return true;
   } catch {
-    return false;
+    return false; // stat failed: treat the path as absent
   }
 }
 
