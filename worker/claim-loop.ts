@@ -1,3 +1,4 @@
+import type { PoolClient } from "pg";
 import type { PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
 import { claimInvocations, type InvocationRow } from "../db/invocations.ts";
@@ -20,6 +21,9 @@ export interface ClaimLoopDeps extends DispatchDeps {
   /** runs an invocation this worker holds; the claim loop gives it a slot lease */
   runClaimed(row: InvocationRow, known?: KnownRun): Promise<void>;
 }
+
+/** Dispatch jobs fetched per round at least, free slots or not (see takeDispatchJobs). */
+const DISPATCH_BATCH = 32;
 
 /** The backstop poll: a lost NOTIFY, delayed jobs (`startAfter`) and retries are found by it. */
 const POLL_MS = 1_000;
@@ -198,45 +202,41 @@ export class ClaimLoop {
 
   /**
    * Fetches a batch of dispatch jobs and dispatches them in one transaction (one commit for the
-   * batch; a savepoint per trigger, so a trigger that fails to dispatch is failed for a retry alone).
-   * A lone job goes without the savepoint: it would cost two round trips on the path every webhook
-   * takes. If that dispatch throws, the rollback hands the job back untouched, and the next round,
-   * at once, takes it under a savepoint and fails it there. Each dispatch may hand back one run,
-   * created claimed by this worker, to start here.
+   * batch). The batch is at least DISPATCH_BATCH jobs whatever the free slots: a trigger that fires
+   * nothing needs no slot, and a run beyond the free slots goes to its lane, where any worker with
+   * room claims it. Only as many runs as there are leases are created claimed by this worker.
+   * A batch goes without savepoints first (two round trips fewer per trigger); if it throws, the
+   * rollback hands every job back untouched, and the next round, at once, dispatches those jobs
+   * under a savepoint each, so the one that fails is failed for a retry alone.
    */
   async #takeDispatchJobs(leases: Lease[]): Promise<number> {
     const { boss, pool, logger } = this.#deps;
     let fetched = 0;
-    let unguarded: { job: string; trigger: string } | undefined;
+    let unguarded: string[] = [];
     let outcomes: { triggerId: string; outcome: DispatchOutcome }[];
+    const claims = { left: this.#closing ? 0 : leases.length };
     try {
       outcomes = await withTransaction(pool, async (client) => {
         const jobs = await boss.fetch<DispatchJob>(DISPATCH_QUEUE, {
-          batchSize: leases.length,
+          batchSize: Math.max(leases.length, DISPATCH_BATCH),
           db: transactionDb(client),
         });
         fetched = jobs.length;
-        const lone = jobs.length === 1 ? jobs[0]! : undefined;
-        if (lone && !this.#suspects.has(lone.id)) {
-          unguarded = { job: lone.id, trigger: lone.data.triggerId };
-          const outcome = await dispatchInTransaction(
-            this.#deps,
-            client,
-            lone.data.triggerId,
-            this.#options(lone.id),
-          );
-          return [{ triggerId: lone.data.triggerId, outcome }];
-        }
-        return this.#dispatchGuarded(client, jobs);
+        if (jobs.some((job) => this.#suspects.has(job.id)))
+          return this.#dispatchGuarded(client, jobs, claims);
+        unguarded = jobs.map((job) => job.id);
+        const done: { triggerId: string; outcome: DispatchOutcome }[] = [];
+        for (const job of jobs) done.push(await this.#dispatchOne(client, job, claims));
+        return done;
       });
     } catch (error) {
-      if (!unguarded) throw error;
+      if (unguarded.length === 0) throw error;
       // a job that another worker took meanwhile would stay here forever: keep the set small
       if (this.#suspects.size >= 1_000) this.#suspects.clear();
-      this.#suspects.add(unguarded.job);
-      logger.debug("dispatch failed without a savepoint; retrying it under one", {
+      for (const job of unguarded) this.#suspects.add(job);
+      logger.debug("dispatch failed without savepoints; retrying the batch under them", {
         event: "dispatch.retry_guarded",
-        trigger: unguarded.trigger,
+        jobs: unguarded.length,
         error: (error as Error).message,
       });
       this.#notified.add(DISPATCH_QUEUE);
@@ -249,32 +249,47 @@ export class ClaimLoop {
       if (run) this.#start(leases[next++]!, run.invocation, run);
     }
     for (const { triggerId, outcome } of outcomes) afterDispatch(this.#deps, triggerId, outcome);
-    return fetched;
+    // a full batch tells the round there may be more
+    return fetched >= Math.max(leases.length, DISPATCH_BATCH) ? Number.POSITIVE_INFINITY : 0;
   }
 
-  #options(jobId: string) {
-    return { jobId, claimFor: this.#closing ? undefined : this.#deps.workerId };
+  /** One trigger's dispatch; it may claim its run for this worker while claims are left. */
+  async #dispatchOne(
+    client: PoolClient,
+    job: { id: string; data: DispatchJob },
+    claims: { left: number },
+  ): Promise<{ triggerId: string; outcome: DispatchOutcome }> {
+    const { triggerId } = job.data;
+    const claimFor = claims.left > 0 ? this.#deps.workerId : undefined;
+    const outcome = await dispatchInTransaction(this.#deps, client, triggerId, { jobId: job.id, claimFor });
+    if (outcome.kind === "dispatched" && outcome.claimed) claims.left -= 1;
+    return { triggerId, outcome };
   }
 
   /** Dispatches each job under its own savepoint; a failing one is failed (pg-boss retries it) alone. */
   async #dispatchGuarded(
-    client: import("pg").PoolClient,
+    client: PoolClient,
     jobs: { id: string; data: DispatchJob }[],
+    claims: { left: number },
   ): Promise<{ triggerId: string; outcome: DispatchOutcome }[]> {
     const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
     for (const job of jobs) {
       this.#suspects.delete(job.id);
-      const { triggerId } = job.data;
       await client.query("SAVEPOINT dispatch");
       try {
-        const outcome = await dispatchInTransaction(this.#deps, client, triggerId, this.#options(job.id));
+        const claimsBefore = claims.left;
+        try {
+          outcomes.push(await this.#dispatchOne(client, job, claims));
+        } catch (error) {
+          claims.left = claimsBefore;
+          throw error;
+        }
         await client.query("RELEASE SAVEPOINT dispatch");
-        outcomes.push({ triggerId, outcome });
       } catch (error) {
         await client.query("ROLLBACK TO SAVEPOINT dispatch");
         this.#deps.logger.warn("dispatch failed; the job is retried", {
           event: "dispatch.failed",
-          trigger: triggerId,
+          trigger: job.data.triggerId,
           error: (error as Error).message,
         });
         await this.#deps.boss.fail(DISPATCH_QUEUE, job.id, null, { db: transactionDb(client) });
