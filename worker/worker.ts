@@ -130,25 +130,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     });
 
     let stopping: Promise<void> | undefined;
+    const parts = { id, logger, slots, loop, stopSweeper, shutdown, opened };
     return {
       id,
       stop(graceMs = config.worker.graceMs) {
-        stopping ??= (async () => {
-          logger.info("worker stopping", {
-            event: "worker.stopping",
-            worker: id,
-            running: slots.running,
-            graceMs,
-          });
-          stopSweeper();
-          await loop.stop();
-          await slots.idleWithin(graceMs);
-          // past the grace period: kill what still runs and hand it back to the queue
-          shutdown.abort();
-          await slots.idle();
-          await close(opened, true);
-          logger.info("worker stopped", { event: "worker.stopped", worker: id });
-        })();
+        stopping ??= stopWorker(parts, graceMs);
         return stopping;
       },
     };
@@ -156,6 +142,34 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     await close(opened, false);
     throw error;
   }
+}
+
+/**
+ * Stops in order: the sweeper and the claim loop (nothing new is claimed), the running work gets up
+ * to `graceMs` to finish, then it is killed and released for retry, then everything is closed.
+ */
+async function stopWorker(
+  parts: {
+    id: string;
+    logger: Logger;
+    slots: Slots;
+    loop: ClaimLoop;
+    stopSweeper: () => void;
+    shutdown: AbortController;
+    opened: Resources;
+  },
+  graceMs: number,
+): Promise<void> {
+  const { id, logger, slots } = parts;
+  logger.info("worker stopping", { event: "worker.stopping", worker: id, running: slots.running, graceMs });
+  parts.stopSweeper();
+  await parts.loop.stop();
+  await slots.idleWithin(graceMs);
+  // past the grace period: kill what still runs and hand it back to the queue
+  parts.shutdown.abort();
+  await slots.idle();
+  await close(parts.opened, true);
+  logger.info("worker stopped", { event: "worker.stopped", worker: id });
 }
 
 function openPools(databaseUrl: string, concurrency: number, logger: Logger): Resources {
