@@ -36,14 +36,6 @@ export async function upsertArtifact(
   );
 }
 
-export async function listArtifacts(db: Queryable, invocationId: string): Promise<ArtifactRow[]> {
-  const { rows } = await db.query<ArtifactRow>(
-    "SELECT * FROM svc.artifacts WHERE invocation_id = $1 ORDER BY created_at, name",
-    [invocationId],
-  );
-  return rows.map((row) => ({ ...row, size: Number(row.size) }));
-}
-
 /** Transcripts past retention lose their stored text too; the row stays so the lineage remains readable. */
 export async function expireTranscripts(db: Queryable, olderThanDays: number): Promise<number> {
   const { rowCount } = await db.query(

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
 import { type Db, PgBoss } from "pg-boss";
+import type { Logger } from "../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
 
 export const BOSS_SCHEMA = "pgboss";
@@ -9,21 +10,27 @@ export interface BossOptions {
   url: string;
   /** connections pg-boss may hold for itself */
   max?: number;
-  /** workers pass true to be woken by NOTIFY; polling stays as the backstop */
-  listen?: boolean;
-  /** the ingress only sends; it runs no maintenance */
+  /** run pg-boss's maintenance (expiry, retention, queue stats); the ingress only sends, so it passes false */
   supervise?: boolean;
   schedule?: boolean;
   /** how often pg-boss's scheduler looks for due schedules (1-45 s; pg-boss's default is 30) */
   cronMonitorIntervalSeconds?: number;
+  /** where pg-boss's `error` and `warning` events go (`boss.error`, `boss.warning`) */
+  logger?: Pick<Logger, "warn" | "error">;
 }
 
+/**
+ * A started pg-boss on svc's schema. svc's workers do not use pg-boss's own LISTEN (they LISTEN on
+ * WAKE_CHANNEL, see wakeWorkers), so `useListenNotify` stays off and polling by `fetch` is the
+ * backstop. pg-boss reports a lost connection or a failed maintenance run as an `error` event; an
+ * `error` event without a listener would end the process, so both kinds are logged here instead.
+ */
 export async function startBoss(options: BossOptions): Promise<PgBoss> {
   const boss = new PgBoss({
     connectionString: options.url,
     schema: BOSS_SCHEMA,
     max: options.max ?? 4,
-    useListenNotify: options.listen ?? false,
+    useListenNotify: false,
     supervise: options.supervise ?? true,
     schedule: options.schedule ?? false,
     ...(options.cronMonitorIntervalSeconds
@@ -32,8 +39,18 @@ export async function startBoss(options: BossOptions): Promise<PgBoss> {
     migrate: true,
     application_name: "svc-boss",
   });
-  // pg-boss reports connection loss as 'error' events; unhandled they would crash the process
-  boss.on("error", () => {});
+  const logger = options.logger;
+  boss.on("error", (error) => {
+    // without a logger (tests, one-shot CLI calls) the next query reports the same failure to its caller
+    logger?.error("pg-boss reported an error", { event: "boss.error", error: (error as Error).message });
+  });
+  boss.on("warning", (warning) => {
+    logger?.warn("pg-boss reported a warning", {
+      event: "boss.warning",
+      message: warning.message,
+      data: warning.data,
+    });
+  });
   await boss.start();
   await ensureQueue(boss, DISPATCH_QUEUE, { notify: false });
   // a dispatch queue created by an earlier version still NOTIFYs inside every send's transaction
@@ -43,16 +60,16 @@ export async function startBoss(options: BossOptions): Promise<PgBoss> {
 }
 
 /**
- * pg-boss's LISTEN channel for our schema (its `notifyChannelSql`: `pgboss_` plus 24 hex digits of
- * the schema name's SHA-224). Workers started with `listen: true` wake on it for the queue named in
- * the payload, whatever that queue's own `notify` setting.
+ * svc's own wake-up channel: the payload names the queue that got jobs. Workers LISTEN on it through
+ * pg-boss's public `getDb().listen` (which reconnects and reports a reconnect so a worker looks at
+ * every queue). It is svc's channel, not pg-boss's, so no pg-boss internals are relied on.
  */
-export const NOTIFY_CHANNEL = `pgboss_${createHash("sha224").update(BOSS_SCHEMA).digest("hex").slice(0, 24)}`;
+export const WAKE_CHANNEL = "svc_queue_wake";
 
 const wakers = new WeakMap<PgBoss, Map<string, { inFlight: boolean; again: boolean; startedAt: number }>>();
 
 /** Under a stream of jobs, at most one NOTIFY per queue per this many milliseconds. */
-export const WAKE_SPACING_MS = 5;
+const WAKE_SPACING_MS = 5;
 
 /**
  * Wakes the workers LISTENing for `queue`, after the transaction that sent its jobs has committed.
@@ -86,7 +103,8 @@ export function wakeWorkers(boss: PgBoss, queue: string): void {
   current.startedAt = Date.now();
   void boss
     .getDb()
-    .executeSql("SELECT pg_notify($1, $2)", [NOTIFY_CHANNEL, queue])
+    .executeSql("SELECT pg_notify($1, $2)", [WAKE_CHANNEL, queue])
+    // best effort by design: the workers' poll finds the job if this NOTIFY is lost
     .catch(() => {})
     .finally(() => {
       if (!current.again) {
@@ -105,7 +123,10 @@ export function wakeWorkers(boss: PgBoss, queue: string): void {
     });
 }
 
-/** Queues are created with `notify: true` so LISTEN-ing workers are woken the moment a job lands. */
+/**
+ * Creates a queue once, with its retry and expiry policy. `notify` is off for svc's queues: pg-boss's
+ * per-queue notify would NOTIFY inside every sending transaction (see wakeWorkers).
+ */
 export async function ensureQueue(
   boss: PgBoss,
   name: string,
@@ -115,7 +136,7 @@ export async function ensureQueue(
   if (existing) return;
   try {
     await boss.createQueue(name, {
-      notify: options.notify ?? true,
+      notify: options.notify ?? false,
       retryLimit: options.retryLimit ?? 3,
       retryDelay: 1,
       retryBackoff: true,

@@ -1,7 +1,5 @@
-import type pg from "pg";
 import type { Diagnostic } from "../shared/diagnostics.ts";
 import type { Queryable } from "./queryable.ts";
-import { withClient } from "./transaction.ts";
 
 export type InvocationStatus = "queued" | "running" | "completed" | "failed" | "cancelled";
 
@@ -75,79 +73,6 @@ export async function insertWorkloadWithClaimedInvocation(
   return rows[0]!;
 }
 
-/** What claimAnnouncedTrigger needs: the announced trigger as announced, and the run it becomes. */
-export interface AnnouncedClaim {
-  triggerId: string;
-  kind: string;
-  source: string;
-  eventName: string;
-  workloadId: string;
-  pipeline: string;
-  workspace: string;
-  invocationId: string;
-  target: string | null;
-  workerId: string;
-}
-
-/**
- * Dispatches an announced trigger that fires one pipeline, in one statement and so in one round
- * trip with its commit: if the trigger is still `queued`, has no workload, is what the
- * announcement said it is, and no other transaction holds it, it moves to `running` with its
- * workload and an invocation already held by `workerId`. Otherwise nothing is written and nothing
- * is returned, without waiting for anyone. Sent before `whileItRuns` is called, which gets the
- * run's directories ready meanwhile.
- */
-export async function claimAnnouncedTrigger(
-  pool: pg.Pool,
-  claim: AnnouncedClaim,
-  whileItRuns: () => void,
-): Promise<{ invocation: InvocationRow; payload: unknown; owner: string | null } | undefined> {
-  return withClient(pool, async (client) => {
-    const claiming = client.query<InvocationRow & { trigger_payload: unknown; trigger_owner: string | null }>(
-      {
-        name: "svc_claim_announced_trigger",
-        text: `WITH target AS (
-         SELECT t.id, t.owner, t.payload FROM svc.triggers t
-          WHERE t.id = $1 AND t.status = 'queued' AND t.kind = $2 AND t.source = $3 AND t.event_name = $4
-            AND NOT EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id)
-          FOR UPDATE OF t SKIP LOCKED),
-       running AS (
-         UPDATE svc.triggers t SET status = 'running', diagnostic = NULL, updated_at = now()
-           FROM target WHERE t.id = target.id RETURNING t.id),
-       w AS (
-         INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace)
-         SELECT $5, running.id, $6, target.owner, 'open', $7 FROM target JOIN running ON running.id = target.id
-         RETURNING id)
-       INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at)
-       SELECT $8, w.id, 'running', $9, $10, now(), 1, now() FROM w
-       RETURNING *, (SELECT payload FROM target) AS trigger_payload, (SELECT owner FROM target) AS trigger_owner`,
-        values: [
-          claim.triggerId,
-          claim.kind,
-          claim.source,
-          claim.eventName,
-          claim.workloadId,
-          claim.pipeline,
-          claim.workspace,
-          claim.invocationId,
-          claim.target,
-          claim.workerId,
-        ],
-      },
-    );
-    whileItRuns();
-    const row = (await claiming).rows[0];
-    if (!row) return undefined;
-    const { trigger_payload: payload, trigger_owner: owner, ...invocation } = row;
-    return { invocation, payload, owner };
-  });
-}
-
-export async function getInvocation(db: Queryable, id: string): Promise<InvocationRow | undefined> {
-  const { rows } = await db.query<InvocationRow>("SELECT * FROM svc.invocations WHERE id = $1", [id]);
-  return rows[0];
-}
-
 export async function listInvocationsForTrigger(db: Queryable, triggerId: string): Promise<InvocationRow[]> {
   const { rows } = await db.query<InvocationRow>(
     `SELECT i.* FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
@@ -155,30 +80,6 @@ export async function listInvocationsForTrigger(db: Queryable, triggerId: string
     [triggerId],
   );
   return rows;
-}
-
-/**
- * The exactly-once gate: only one worker's UPDATE can move a row out of `queued` (or take over a
- * `running` row whose holder stopped heartbeating), so two workers holding jobs for the same
- * invocation never both run it.
- */
-export async function claimInvocation(
-  db: Queryable,
-  id: string,
-  workerId: string,
-  staleAfterMs: number,
-): Promise<InvocationRow | undefined> {
-  const { rows } = await db.query<InvocationRow>(
-    `UPDATE svc.invocations
-        SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
-            started_at = coalesce(started_at, now()), updated_at = now()
-      WHERE id = $1
-        AND (status = 'queued'
-             OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
-      RETURNING *`,
-    [id, workerId, staleAfterMs],
-  );
-  return rows[0];
 }
 
 /**
@@ -308,41 +209,4 @@ export async function failLostInvocation(db: Queryable, id: string, diagnostic: 
       WHERE id = $1`,
     [id, JSON.stringify(diagnostic)],
   );
-}
-
-/**
- * Queued runs that no pg-boss job will ever deliver (a job that used up its retries while workers
- * stopped): the reaper sends them a fresh job. Reads pg-boss's job table, its public schema.
- *
- * It takes no row locks: a claim must never wait on the reaper. Sending a second job for a run that
- * got one meanwhile is harmless, because only one claim can move a row out of `queued`. The live
- * jobs are read once and subtracted as a set (HashSetOp Except) instead of scanning pgboss.job per
- * queued run: measured with 3,000 queued runs and 3,000 live jobs, 13 ms against 2.6 s for the old
- * correlated NOT EXISTS, which also held row locks that made claims wait for it.
- */
-export async function listOrphanedQueued(
-  db: Queryable,
-  olderThanMs: number,
-  limit = 100,
-): Promise<StaleInvocation[]> {
-  const { rows } = await db.query<StaleInvocation>(
-    `WITH candidates AS (
-       SELECT i.id, i.attempts, i.target, i.workload_id, i.updated_at FROM svc.invocations i
-        WHERE i.status = 'queued' AND i.updated_at < now() - make_interval(secs => $1::double precision / 1000)
-        ORDER BY i.updated_at LIMIT 1000),
-     orphans AS (
-       SELECT id FROM candidates
-       EXCEPT
-       SELECT j.data->>'invocationId' FROM pgboss.job j
-        WHERE j.name LIKE 'svc-lane-%' AND j.state IN ('created', 'retry', 'active'))
-     SELECT c.id, c.attempts, c.target, c.workload_id FROM candidates c JOIN orphans o ON o.id = c.id
-      ORDER BY c.updated_at LIMIT $2`,
-    [olderThanMs, limit],
-  );
-  return rows;
-}
-
-/** Marks a queued run as just re-sent, so the next scan does not pick it again at once. */
-export async function touchQueuedInvocation(db: Queryable, id: string): Promise<void> {
-  await db.query("UPDATE svc.invocations SET updated_at = now() WHERE id = $1 AND status = 'queued'", [id]);
 }

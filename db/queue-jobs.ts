@@ -3,8 +3,11 @@ import { BOSS_SCHEMA } from "./boss.ts";
 import type { Queryable } from "./queryable.ts";
 
 /**
- * Reads of pg-boss's job table for `GET /queue/status`, limited to svc's own queues (dispatch and
- * the per-target lanes). pg-boss has no cross-queue listing, and the job objects join our tables.
+ * The one module that reads pg-boss's job table with SQL (docs/architecture.md says why): pg-boss's
+ * public API has no cross-queue listing, no way to join a job to our tables, and no way to ask
+ * "which of these invocations has no live job" for thousands of rows at once. Limited to svc's own
+ * queues (dispatch and the lanes). test/integration/queue-jobs.test.ts pins every column and state
+ * read here against jobs made through pg-boss's public API, so an upgrade that changes them fails it.
  */
 const LANE_PREFIX = "svc-lane-";
 const OWN_QUEUES = `(j.name = '${DISPATCH_QUEUE}' OR j.name LIKE '${LANE_PREFIX}%')`;
@@ -129,25 +132,32 @@ export async function findOrphanedTriggers(
 }
 
 /**
- * Invocations that should be on a lane but have no live job there: queued ones whose send was
- * lost, and running ones whose worker stopped heartbeating (a new job lets another worker take over).
+ * Invocations that should be on a lane but have no live job there, on any lane (the local one
+ * included): queued ones whose job is gone (it used up its retries while no worker could claim it),
+ * and running ones whose worker stopped heartbeating (a new job lets another worker take over). The
+ * live jobs are read once and subtracted as a set rather than probed per invocation: with 3,000
+ * queued runs and 3,000 live jobs that is milliseconds instead of seconds, and it takes no row locks,
+ * so a claim never waits on it.
  */
 export async function findOrphanedInvocations(
   db: Queryable,
-  staleAfterSeconds: number,
+  olderThanSeconds: number,
   limit = 500,
-): Promise<{ id: string; target: string }[]> {
-  const { rows } = await db.query<{ id: string; target: string }>(
-    `SELECT i.id, i.target FROM svc.invocations i
-      WHERE i.target IS NOT NULL
-        AND (i.status = 'queued' AND i.created_at < now() - make_interval(secs => $1)
-             OR i.status = 'running' AND i.heartbeat_at < now() - make_interval(secs => $1))
-        AND NOT EXISTS (
-          SELECT 1 FROM ${BOSS_SCHEMA}.job j
-           WHERE j.name LIKE '${LANE_PREFIX}%' AND j.data->>'invocationId' = i.id
-             AND j.state IN ('created', 'retry'))
-      ORDER BY i.created_at LIMIT $2`,
-    [staleAfterSeconds, limit],
+): Promise<{ id: string; target: string | null }[]> {
+  const { rows } = await db.query<{ id: string; target: string | null }>(
+    `WITH candidates AS (
+       SELECT i.id, i.target, i.created_at FROM svc.invocations i
+        WHERE (i.status = 'queued' AND least(i.created_at, i.updated_at) < now() - make_interval(secs => $1))
+           OR (i.status = 'running' AND i.heartbeat_at < now() - make_interval(secs => $1))
+        ORDER BY i.created_at LIMIT 5000),
+     orphans AS (
+       SELECT id FROM candidates
+       EXCEPT
+       SELECT j.data->>'invocationId' FROM ${BOSS_SCHEMA}.job j
+        WHERE j.name LIKE '${LANE_PREFIX}%' AND j.state IN ('created', 'retry', 'active'))
+     SELECT c.id, c.target FROM candidates c JOIN orphans o ON o.id = c.id
+      ORDER BY c.created_at LIMIT $2`,
+    [olderThanSeconds, limit],
   );
   return rows;
 }

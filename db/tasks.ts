@@ -47,13 +47,6 @@ export async function finishTask(
   );
 }
 
-export async function listTasks(db: Queryable, invocationId: string): Promise<TaskRow[]> {
-  const { rows } = await db.query<TaskRow>("SELECT * FROM svc.tasks WHERE invocation_id = $1 ORDER BY seq", [
-    invocationId,
-  ]);
-  return rows;
-}
-
 /** Tasks left `running` by a worker that vanished are closed when its invocation is reaped. */
 export async function failOpenTasks(
   db: Queryable,

@@ -15,23 +15,6 @@ export async function withTransaction<T>(
   return inTransaction(pool, "BEGIN", (client) => work(client));
 }
 
-/**
- * withTransaction whose BEGIN travels with the transaction's first statement, in one round trip:
- * `firstStatement` is sent as a simple query after BEGIN, so it takes no parameters, and whatever
- * it names must be checked (or be our own literal) before it is put in the text.
- */
-export async function withTransactionOpenedBy<T>(
-  pool: pg.Pool,
-  firstStatement: string,
-  work: (client: pg.PoolClient, first: pg.QueryResult) => Promise<T>,
-): Promise<T> {
-  return inTransaction(pool, `BEGIN; ${firstStatement}`, (client, results) => {
-    // a simple query of two statements answers with one result each
-    const first = (results as unknown as pg.QueryResult[])[1]!;
-    return work(client, first);
-  });
-}
-
 async function inTransaction<T>(
   pool: pg.Pool,
   begin: string,

@@ -1,5 +1,4 @@
 import type pg from "pg";
-import { isIdOf } from "../shared/ids.ts";
 import type { Queryable } from "./queryable.ts";
 
 /**
@@ -30,16 +29,6 @@ export async function lockTrigger(db: pg.ClientBase, id: string): Promise<Locked
     [id],
   );
   return rows[0];
-}
-
-/**
- * The statement that locks a trigger still `queued`, skipping it if another transaction holds it
- * (that one is dispatching it), written out for withTransactionOpenedBy: `id` is put in the text,
- * so anything but a trigger id is refused here.
- */
-export function lockQueuedTriggerStatement(id: string): string {
-  if (!isIdOf("trigger", id)) throw new Error(`not a trigger id: ${JSON.stringify(id.slice(0, 80))}`);
-  return `SELECT ${LOCKED_COLUMNS} FROM svc.triggers t WHERE t.id = '${id}' AND t.status = 'queued' FOR UPDATE OF t SKIP LOCKED`;
 }
 
 /** Discarded triggers live in the shorter retention tier; they own no workloads, so they go alone. */

@@ -1,7 +1,6 @@
 import type { Diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
 import type { Queryable } from "./queryable.ts";
-import { announcementPayloadSql, TRIGGER_CHANNEL } from "./trigger-announcements.ts";
 
 /** Queries of `svc.triggers`. Column names are operator-facing API; these functions only alias them. */
 
@@ -50,23 +49,15 @@ const SUMMARY_COLUMNS = `id, kind, source, event_name AS "eventName", delivery_i
 export async function insertTrigger(
   db: Queryable,
   trigger: NewTrigger,
-  /** the id its dispatch job will get: a trigger it creates is announced with it on commit */
-  announceWithJob?: string,
 ): Promise<{ id: string; created: boolean }> {
-  const insert = `INSERT INTO svc.triggers (id, kind, source, event_name, delivery_id, payload, owner, replay_of)
+  const text = `INSERT INTO svc.triggers (id, kind, source, event_name, delivery_id, payload, owner, replay_of)
      VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)
      ON CONFLICT (source, delivery_id) WHERE delivery_id IS NOT NULL DO NOTHING
      RETURNING id`;
   const inserted = await db.query<{ id: string }>({
     // prepared once per connection: this runs for every accepted webhook
-    ...(announceWithJob
-      ? {
-          name: "svc_insert_announced_trigger",
-          text: `WITH inserted AS (${insert})
-            SELECT id, pg_notify('${TRIGGER_CHANNEL}', ${announcementPayloadSql({ id: "id", kind: "$2", source: "$3", eventName: "$4" }, "$9::text")})
-              FROM inserted`,
-        }
-      : { name: "svc_insert_trigger", text: insert }),
+    name: "svc_insert_trigger",
+    text,
     values: [
       newId("trigger"),
       trigger.kind,
@@ -76,7 +67,6 @@ export async function insertTrigger(
       trigger.payloadJson,
       trigger.owner ?? null,
       trigger.replayOf ?? null,
-      ...(announceWithJob ? [announceWithJob] : []),
     ],
   });
   const row = inserted.rows[0];

@@ -24,14 +24,6 @@ export async function insertWorkload(
   );
 }
 
-export async function listWorkloadsForTrigger(db: Queryable, triggerId: string): Promise<WorkloadRow[]> {
-  const { rows } = await db.query<WorkloadRow>(
-    "SELECT * FROM svc.workloads WHERE trigger_id = $1 ORDER BY created_at, id",
-    [triggerId],
-  );
-  return rows;
-}
-
 export async function getWorkload(db: Queryable, id: string): Promise<WorkloadRow | undefined> {
   const { rows } = await db.query<WorkloadRow>("SELECT * FROM svc.workloads WHERE id = $1", [id]);
   return rows[0];

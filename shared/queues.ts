@@ -4,9 +4,35 @@
  */
 export const DISPATCH_QUEUE = "svc-dispatch";
 
-/** One lane per target, so a target whose only credential is dead stops without blocking others. */
-export function laneQueue(target: string): string {
-  return `svc-lane-${target}`;
+/** Pipelines without targets run their setup steps only, on a lane no credential can stop. */
+export const LOCAL_LANE = "svc-lane-local";
+
+/**
+ * The lane queue an invocation naming `target` waits on: one lane per target, so a target whose
+ * only credential is dead stops without blocking others; an invocation without a target waits on
+ * LOCAL_LANE. The ingress (submit, reconcile) and the worker (dispatch, release, reaper) all pick
+ * lanes through this one function.
+ */
+export function laneQueue(target: string | null): string {
+  return target === null ? LOCAL_LANE : `svc-lane-${target}`;
+}
+
+/**
+ * The lane a pipeline's new invocation waits on: its first target that `usable` accepts, else its
+ * first target (whose lane is stopped, so the job waits there until a credential comes back), else
+ * the local lane. `usable`: the chosen lane can run now. The worker passes what it knows of
+ * credentials (worker/lanes.ts); the ingress, which does not track them, takes every target as usable.
+ */
+export function pipelineLane<T extends { name: string }>(
+  pipeline: { targets: readonly string[] },
+  targets: Readonly<Record<string, T>>,
+  usable: (target: T) => boolean = () => true,
+): { queue: string; target: string | null; usable: boolean } {
+  const configured = pipeline.targets.map((name) => targets[name]).filter((target) => target !== undefined);
+  if (configured.length === 0) return { queue: laneQueue(null), target: null, usable: true };
+  const first = configured.find(usable);
+  const chosen = first ?? configured[0]!;
+  return { queue: laneQueue(chosen.name), target: chosen.name, usable: first !== undefined };
 }
 
 export interface DispatchJob {

@@ -6,7 +6,6 @@ import {
   insertInvocation,
   insertWorkloadWithClaimedInvocation,
 } from "../db/invocations.ts";
-import { withTransaction } from "../db/transaction.ts";
 import { type LockedTrigger, lockTrigger } from "../db/trigger-status.ts";
 import { getTrigger, setTriggerStatus } from "../db/triggers.ts";
 import { insertWorkload } from "../db/workloads.ts";
@@ -19,7 +18,6 @@ import { DISPATCH_QUEUE } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type EventContext, eventContext } from "./event-context.ts";
-import type { HeadStart } from "./head-start.ts";
 import { laneFor } from "./lanes.ts";
 import { matchPipelines } from "./match-pipelines.ts";
 import { workspacePaths } from "./workspace.ts";
@@ -135,25 +133,12 @@ function unknownReference(
 export interface DispatchOptions {
   /** the pg-boss dispatch job being worked: completed inside the dispatch transaction */
   jobId?: string;
-  /** the trigger, already row-locked by this transaction (an announced trigger: see worker.ts) */
-  locked?: LockedTrigger;
   /**
    * The dispatching worker, when it has a free slot: the first invocation whose lane is usable is
    * created already held by it (`running`, heartbeat now) and comes back to be run in-process, with
    * no lane job and no second trip through the queue.
    */
   claimFor?: string;
-  /**
-   * Called for that claimed run as its rows are written, to get its first step and workspace
-   * ready before the transaction has committed (see head-start.ts). The caller abandons what it
-   * got if the transaction rolls back.
-   */
-  headStart?: (claim: {
-    workloadId: string;
-    invocationId: string;
-    pipeline: Pipeline;
-    event: ResolvedEvent;
-  }) => HeadStart | undefined;
 }
 
 /** An invocation dispatch created already claimed by this worker, with what its run needs. */
@@ -161,29 +146,17 @@ export interface ClaimedRun {
   invocation: InvocationRow;
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event: ResolvedEvent;
-  headStart?: HeadStart;
-}
-
-/**
- * Turns one trigger into workloads and invocations, and enqueues each invocation on its lane, all
- * in one transaction under the trigger's row lock: a crash leaves either nothing or everything,
- * and a retried dispatch job finds the trigger no longer `queued` and does nothing. The dispatch
- * job itself is completed inside the same transaction.
- */
-export async function dispatchTrigger(
-  deps: DispatchDeps,
-  triggerId: string,
-  options: DispatchOptions = {},
-): Promise<ClaimedRun | undefined> {
-  const outcome = await withTransaction(deps.pool, (client) =>
-    dispatchInTransaction(deps, client, triggerId, options),
-  );
-  return afterDispatch(deps, triggerId, outcome);
 }
 
 export type DispatchOutcome = Awaited<ReturnType<typeof dispatchInTransaction>>;
 
-/** The transactional half of dispatchTrigger, for a caller that owns the transaction. */
+/**
+ * Turns one trigger into its run: workloads and invocations, each invocation enqueued on its lane
+ * (or the first one created claimed by this worker), all in the caller's transaction under the
+ * trigger's row lock. A crash leaves either nothing or everything, and a retried dispatch job finds
+ * the trigger no longer `queued` and does nothing. The dispatch job is completed in the same
+ * transaction.
+ */
 export async function dispatchInTransaction(
   deps: DispatchDeps,
   client: pg.ClientBase,
@@ -191,135 +164,108 @@ export async function dispatchInTransaction(
   options: DispatchOptions = {},
 ) {
   const { config } = deps;
-  {
-    const done = async () => {
-      if (options.jobId)
-        await deps.boss.complete(DISPATCH_QUEUE, options.jobId, null, { db: transactionDb(client) });
-    };
-    const trigger = options.locked ?? (await lockTrigger(client, triggerId));
-    if (!trigger) {
-      await done();
-      return { kind: "missing" as const };
-    }
-    if (trigger.status !== "queued" || trigger.has_workloads) {
-      await done();
-      return { kind: "already" as const };
-    }
-    const event = await resolveEvent(client, trigger);
-    let pipelines = matchPipelines(config, {
-      kind: event.kind,
-      source: event.source,
-      eventName: event.eventName,
-      repo: event.context.repo,
-    });
-    // an agent-session event addresses one agent: only that agent's pipelines answer it
-    if (event.kind === "tracker" && event.context.agent) {
-      pipelines = pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
-    }
-    const unknown = unknownReference(config, pipelines, event.context);
-    if (unknown) {
-      await setTriggerStatus(client, triggerId, "discarded", {
-        code: unknown.code,
-        message: unknown.message,
-      });
-      await done();
-      return { kind: "discarded" as const, diagnostic: unknown };
-    }
-    if (pipelines.length === 0) {
-      const none = diagnostic(
-        "no_matching_pipeline",
-        `no pipeline is fired by ${event.kind} ${event.kind === "webhook" ? `route ${event.source}` : `event ${event.eventName}`}`,
-      );
-      await setTriggerStatus(client, triggerId, "completed", none);
-      await done();
-      return { kind: "none" as const };
-    }
-    const created: { workload: string; invocation: string; pipeline: string; lane: string }[] = [];
-    let claimed: ClaimedRun | undefined;
-    for (const pipeline of pipelines) {
-      const workloadId = newId("workload");
-      const invocationId = newId("invocation");
-      const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
-      const workspace = workspacePaths(config.dir, workloadId, invocationId).root;
-      if (options.claimFor && !claimed && lane.usable) {
-        // the held step is asked for first, so the spawner forks it while the statement below
-        // runs, and the directories are made once the statement is on its way
-        const headStart = options.headStart?.({ workloadId, invocationId, pipeline, event });
-        const inserting = insertWorkloadWithClaimedInvocation(client, {
-          workloadId,
-          triggerId,
-          pipeline: pipeline.name,
-          owner: trigger.owner,
-          workspace,
-          invocationId,
-          target: lane.target,
-          workerId: options.claimFor,
-        });
-        headStart?.makeDirectories();
-        const invocation = await inserting;
-        claimed = {
-          invocation,
-          workload: { id: workloadId, trigger_id: triggerId, pipeline: pipeline.name },
-          event,
-          headStart,
-        };
-        created.push({
-          workload: workloadId,
-          invocation: invocationId,
-          pipeline: pipeline.name,
-          lane: "in-process",
-        });
-        continue;
-      }
-      await insertWorkload(client, {
-        id: workloadId,
-        triggerId,
-        pipeline: pipeline.name,
-        owner: trigger.owner,
-        workspace,
-      });
-      await insertInvocation(client, { id: invocationId, workloadId, target: lane.target });
-      const job: InvocationJob = { invocationId };
-      await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
-      created.push({
-        workload: workloadId,
-        invocation: invocationId,
-        pipeline: pipeline.name,
-        lane: lane.queue,
-      });
-    }
-    // a claimed run's insert already moved the trigger to `running`
-    if (!claimed) await setTriggerStatus(client, triggerId, "running");
+  const done = async () => {
+    if (options.jobId)
+      await deps.boss.complete(DISPATCH_QUEUE, options.jobId, null, { db: transactionDb(client) });
+  };
+  const trigger = await lockTrigger(client, triggerId);
+  if (!trigger) {
     await done();
-    return { kind: "dispatched" as const, created, claimed };
+    return { kind: "missing" as const };
   }
+  if (trigger.status !== "queued" || trigger.has_workloads) {
+    await done();
+    return { kind: "already" as const };
+  }
+  const event = await resolveEvent(client, trigger);
+  let pipelines = matchPipelines(config, {
+    kind: event.kind,
+    source: event.source,
+    eventName: event.eventName,
+    repo: event.context.repo,
+  });
+  // an agent-session event addresses one agent: only that agent's pipelines answer it
+  if (event.kind === "tracker" && event.context.agent) {
+    pipelines = pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
+  }
+  const unknown = unknownReference(config, pipelines, event.context);
+  if (unknown) {
+    await setTriggerStatus(client, triggerId, "discarded", { code: unknown.code, message: unknown.message });
+    await done();
+    return { kind: "discarded" as const, diagnostic: unknown };
+  }
+  if (pipelines.length === 0) {
+    const none = diagnostic(
+      "no_matching_pipeline",
+      `no pipeline is fired by ${event.kind} ${event.kind === "webhook" ? `route ${event.source}` : `event ${event.eventName}`}`,
+    );
+    await setTriggerStatus(client, triggerId, "completed", none);
+    await done();
+    return { kind: "none" as const };
+  }
+  const run = await createRun(deps, client, { trigger, event, pipelines, claimFor: options.claimFor });
+  await done();
+  return { kind: "dispatched" as const, ...run };
 }
 
 /**
- * The pipeline an announced trigger fires, when its kind, source and event name alone decide
- * everything its dispatch would: a webhook route, or a code host event that no pipeline narrows to
- * repositories (otherwise the payload's repository counts); exactly one pipeline, naming nothing
- * unknown, whose lane can run now. Otherwise undefined: the trigger is dispatched the long way.
+ * The one place that creates a run: a workload and an invocation per pipeline. The first invocation
+ * whose lane can run now is created held by `claimFor` (it runs in-process, without a job); every
+ * other one gets a job on its lane. The trigger moves to `running`.
  */
-export function plannedClaim(
-  deps: Pick<DispatchDeps, "config" | "cooldowns" | "secrets">,
-  trigger: { kind: string; source: string; eventName: string },
-): { pipeline: Pipeline; target: string | null } | undefined {
+async function createRun(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  run: { trigger: LockedTrigger; event: ResolvedEvent; pipelines: Pipeline[]; claimFor: string | undefined },
+): Promise<{ created: CreatedInvocation[]; claimed: ClaimedRun | undefined }> {
   const { config } = deps;
-  if (trigger.kind !== "webhook" && trigger.kind !== "codehost") return undefined;
-  const pipelines = matchPipelines(config, { ...trigger, repo: "" });
-  if (trigger.kind === "codehost") {
-    const narrowed = Object.values(config.pipelines).some((pipeline) =>
-      pipeline.trigger?.codehost.some((matcher) => matcher.repos.length > 0),
-    );
-    if (narrowed) return undefined;
+  const { trigger, event } = run;
+  const created: CreatedInvocation[] = [];
+  let claimed: ClaimedRun | undefined;
+  for (const pipeline of run.pipelines) {
+    const workloadId = newId("workload");
+    const invocationId = newId("invocation");
+    const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
+    const rows = {
+      workloadId,
+      triggerId: trigger.id,
+      pipeline: pipeline.name,
+      owner: trigger.owner,
+      workspace: workspacePaths(config.dir, workloadId, invocationId).root,
+      invocationId,
+      target: lane.target,
+    };
+    const entry = { workload: workloadId, invocation: invocationId, pipeline: pipeline.name };
+    if (run.claimFor && !claimed && lane.usable) {
+      const invocation = await insertWorkloadWithClaimedInvocation(client, {
+        ...rows,
+        workerId: run.claimFor,
+      });
+      claimed = {
+        invocation,
+        workload: { id: workloadId, trigger_id: trigger.id, pipeline: pipeline.name },
+        event,
+      };
+      created.push({ ...entry, lane: "in-process" });
+      continue;
+    }
+    await insertWorkload(client, { ...rows, id: workloadId });
+    await insertInvocation(client, { id: invocationId, workloadId, target: lane.target });
+    const job: InvocationJob = { invocationId };
+    await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
+    created.push({ ...entry, lane: lane.queue });
   }
-  if (pipelines.length !== 1) return undefined;
-  const pipeline = pipelines[0]!;
-  // webhook and code host events name no agent or skill of their own
-  if (unknownReference(config, pipelines, { repo: "", sha: "", branch: "" })) return undefined;
-  const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
-  return lane.usable ? { pipeline, target: lane.target } : undefined;
+  // a claimed run's insert already moved the trigger to `running`
+  if (!claimed) await setTriggerStatus(client, trigger.id, "running");
+  return { created, claimed };
+}
+
+interface CreatedInvocation {
+  workload: string;
+  invocation: string;
+  pipeline: string;
+  /** its lane queue, or `in-process` when this worker holds it */
+  lane: string;
 }
 
 /** After the dispatch transaction committed: logs, and wakes the lanes it sent jobs to. */

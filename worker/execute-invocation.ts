@@ -1,55 +1,32 @@
-import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { revokeInvocationTokens } from "../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../db/boss.ts";
 import {
-  claimInvocation,
   finishInvocation,
   getInvocationStatus,
   heartbeatInvocation,
   type InvocationRow,
   releaseInvocation,
-  setInvocationTarget,
 } from "../db/invocations.ts";
-import { closeOpenTasks, finishTask, startTask } from "../db/tasks.ts";
+import { closeOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
-import { getTrigger } from "../db/triggers.ts";
 import { getWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
-import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
-import { newId } from "../shared/ids.ts";
+import { diagnostic } from "../shared/diagnostics.ts";
 import type { Knowledge } from "../shared/knowledge/service.ts";
 import type { Logger } from "../shared/logger.ts";
-import type { InvocationJob } from "../shared/queues.ts";
-import { recordFileArtifact, recordSurface } from "./artifacts.ts";
+import { type InvocationJob, laneQueue } from "../shared/queues.ts";
 import { recordRunEnd } from "./circuit-breaker.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
-import { type ResolvedEvent, resolveEvent, runIdentity } from "./dispatch.ts";
-import type { HeadStart } from "./head-start.ts";
-import { prepareRunKnowledge } from "./knowledge-run.ts";
-import { laneFor, targetUsable } from "./lanes.ts";
+import type { ResolvedEvent } from "./dispatch.ts";
+import { laneFor } from "./lanes.ts";
 import { recordInvocationEnd } from "./metrics.ts";
-import { runGate } from "./outputs/gate.ts";
-import { publishOutputs } from "./outputs/publish.ts";
-import { type ProcessSpec, runProcessTree } from "./process-tree.ts";
-import { assemblePrompt, promptText } from "./prompt.ts";
-import { checkResult } from "./result-check.ts";
-import { runTokenLifetimeMs, withRunToken } from "./run-token.ts";
-import { runCommandAgent } from "./runtimes/command.ts";
-import { runOpenAiAgent } from "./runtimes/openai.ts";
-import type { AgentOutcome } from "./runtimes/outcome.ts";
-import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
+import type { ProcessSpec } from "./process-tree.ts";
+import { CANCELLED, type RunEnd, runInvocation } from "./run-invocation.ts";
 import { settleTrigger, settleTriggerIn } from "./trigger-outcome.ts";
-import {
-  CheckoutError,
-  prepareWorkspace,
-  removeCheckout,
-  type Workspace,
-  workspacePaths,
-} from "./workspace.ts";
+import { removeCheckout, type Workspace, workspacePaths } from "./workspace.ts";
 
 export interface ExecuteDeps {
   pool: pg.Pool;
@@ -82,52 +59,81 @@ export interface RunHandle {
   cancel(): void;
 }
 
-type RunEnd =
-  | { kind: "completed"; result: unknown }
-  | { kind: "failed"; diagnostic: Diagnostic }
-  /** handed back to the queue: shutdown, or (`credentials`) no target usable right now */
-  | { kind: "released"; credentials?: boolean }
-  /** cancelled through the API while it ran: the row already says `cancelled` */
-  | { kind: "cancelled" };
-
-const RECHECK_SECONDS = 2;
-
-function stepLabel(run: string): string {
-  const line = run.split("\n")[0]!.trim();
-  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
-}
-
-/**
- * Runs one invocation if this worker wins its claim; otherwise returns at once. While it runs, a
- * heartbeat keeps the claim alive; losing the claim (a reaper judged this worker gone) aborts the run.
- */
-export async function executeInvocation(
-  deps: ExecuteDeps,
-  invocationId: string,
-  shutdown: AbortSignal,
-): Promise<void> {
-  const claimed = await claimInvocation(deps.pool, invocationId, deps.workerId, deps.staleAfterMs);
-  if (!claimed) return;
-  await runClaimedInvocation(deps, claimed, shutdown);
-}
-
 /** What dispatch already read for a run it claimed, so the run does not read it again. */
 export interface KnownRun {
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event: ResolvedEvent;
-  /** the workspace and held first step dispatch prepared while it committed */
-  headStart?: HeadStart;
 }
 
-/** Runs an invocation this worker holds (claimed from a lane job, or created claimed by dispatch). */
+/** A run waiting for a credential is offered again after this long, not at once. */
+const RECHECK_SECONDS = 2;
+
+/**
+ * Runs an invocation this worker holds (claimed from a lane job, or created claimed by dispatch):
+ * watches it (heartbeat, cancellation, shutdown), runs its phases (run-invocation.ts), then records
+ * how it ended. Losing the claim (a reaper judged this worker gone) aborts the run.
+ */
 export async function runClaimedInvocation(
   deps: ExecuteDeps,
   claimed: InvocationRow,
   shutdown: AbortSignal,
   known?: KnownRun,
 ): Promise<void> {
-  const { pool, logger, workerId } = deps;
   const invocationId = claimed.id;
+  const watch = watchRun(deps, invocationId, shutdown);
+  let end: RunEnd;
+  let workload: KnownRun["workload"] | undefined;
+  let pipeline: Pipeline | undefined;
+  let paths: Workspace | undefined;
+  try {
+    workload = known?.workload ?? (await getWorkload(deps.pool, claimed.workload_id))!;
+    pipeline = deps.config.pipelines[workload.pipeline];
+    paths = workspacePaths(deps.config.dir, workload.id, invocationId);
+    deps.logger.info("invocation started", {
+      event: "invocation.started",
+      invocation: invocationId,
+      workload: workload.id,
+      pipeline: workload.pipeline,
+      attempt: claimed.attempts,
+    });
+    end = pipeline
+      ? await runInvocation(deps, {
+          ...{ invocationId, workload, pipeline, paths, target: claimed.target },
+          signal: watch.signal,
+          event: known?.event,
+          isCancelled: watch.cancelled,
+        })
+      : {
+          kind: "failed",
+          diagnostic: diagnostic("no_matching_pipeline", removedPipeline(workload.pipeline)),
+        };
+  } catch (error) {
+    const message = `the run failed inside the worker: ${(error as Error).message}`;
+    end = { kind: "failed", diagnostic: diagnostic("agent_failed", message) };
+  } finally {
+    watch.stop();
+  }
+  if (!workload || !paths) throw new Error(`invocation ${invocationId} names no workload`);
+  await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch });
+}
+
+function removedPipeline(name: string): string {
+  return `pipeline ${name} is no longer configured on this worker; it was removed before the run started`;
+}
+
+interface RunWatch {
+  signal: AbortSignal;
+  cancelled(): boolean;
+  claimLost(): boolean;
+  stop(): void;
+}
+
+/**
+ * The run's abort signal and its heartbeat: the signal fires on shutdown, on a cancellation through
+ * the API (heard on the cancel channel, or found by the heartbeat), and when the claim is lost.
+ */
+function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal): RunWatch {
+  const { pool, logger, workerId } = deps;
   const controller = new AbortController();
   let claimLost = false;
   let cancelled = false;
@@ -149,10 +155,7 @@ export async function runClaimedInvocation(
       .then(async (held) => {
         if (held || claimLost || cancelled) return;
         // the row left `running` under us: cancelled through the API, or taken over by another worker
-        if ((await getInvocationStatus(pool, invocationId)) === "cancelled") {
-          cancel();
-          return;
-        }
+        if ((await getInvocationStatus(pool, invocationId)) === "cancelled") return cancel();
         claimLost = true;
         logger.warn("invocation claim lost", { event: "invocation.claim_lost", invocation: invocationId });
         controller.abort();
@@ -160,53 +163,32 @@ export async function runClaimedInvocation(
       .catch(() => {}); // a failed heartbeat is retried on the next tick; staleness is judged in the database
   }, deps.heartbeatMs);
   heartbeat.unref();
-  const workload = known?.workload ?? (await getWorkload(pool, claimed.workload_id))!;
-  const pipeline = deps.config.pipelines[workload.pipeline];
-  const paths = workspacePaths(deps.config.dir, workload.id, invocationId);
-  let end: RunEnd;
-  try {
-    // written once run() waits for the first time: a step held at its gate is released first
-    queueMicrotask(() =>
-      logger.info("invocation started", {
-        event: "invocation.started",
-        invocation: invocationId,
-        workload: workload.id,
-        pipeline: workload.pipeline,
-        attempt: claimed.attempts,
-      }),
-    );
-    end = pipeline
-      ? await run(deps, {
-          invocationId,
-          workload,
-          pipeline,
-          paths,
-          signal: controller.signal,
-          event: known?.event,
-          headStart: known?.headStart,
-          target: claimed.target,
-          isCancelled: () => cancelled,
-        })
-      : {
-          kind: "failed",
-          diagnostic: diagnostic(
-            "no_matching_pipeline",
-            `pipeline ${workload.pipeline} is no longer configured on this worker; it was removed before the run started`,
-          ),
-        };
-  } catch (error) {
-    end = {
-      kind: "failed",
-      diagnostic: diagnostic("agent_failed", `the run failed inside the worker: ${(error as Error).message}`),
-    };
-  } finally {
-    // a run that ended before its first step (cancelled, say) leaves nothing held behind
-    known?.headStart?.firstStep.discard();
-    clearInterval(heartbeat);
-    shutdown.removeEventListener("abort", onShutdown);
-    deps.runs?.delete(invocationId);
-  }
-  if (claimLost) {
+  return {
+    signal: controller.signal,
+    cancelled: () => cancelled,
+    claimLost: () => claimLost,
+    stop: () => {
+      clearInterval(heartbeat);
+      shutdown.removeEventListener("abort", onShutdown);
+      deps.runs?.delete(invocationId);
+    },
+  };
+}
+
+interface Ended {
+  invocationId: string;
+  workload: KnownRun["workload"];
+  pipeline: Pipeline | undefined;
+  paths: Workspace;
+  end: RunEnd;
+  watch: RunWatch;
+}
+
+/** Records how the run ended: abandoned, cancelled, released for retry, or finished with its trigger settled. */
+async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
+  const { pool, logger } = deps;
+  const { invocationId, workload, pipeline, paths, end } = ended;
+  if (ended.watch.claimLost()) {
     // another worker took the run over; whatever this one produced is not the record
     logger.warn("run abandoned after its claim was lost", {
       event: "invocation.abandoned",
@@ -214,32 +196,16 @@ export async function runClaimedInvocation(
     });
     return;
   }
-  if (cancelled || end.kind === "cancelled") {
-    // the API already wrote `cancelled` (and its diagnostic); never overwrite it, close what is open
-    await closeOpenTasks(pool, invocationId, CANCELLED).catch(() => {});
-    await revokeInvocationTokens(deps.records ?? pool, invocationId).catch(() => {});
-    if (pipeline && !pipeline.retainCheckout) await removeCheckout(paths).catch(() => {});
-    logger.info("invocation cancelled", {
-      event: "invocation.cancelled",
-      invocation: invocationId,
-      pipeline: workload.pipeline,
-    });
-    if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
-    return;
-  }
-  if (end.kind === "released") {
-    await release(deps, invocationId, pipeline, end.credentials === true);
-    return;
-  }
+  if (ended.watch.cancelled() || end.kind === "cancelled") return recordCancelled(deps, ended);
+  if (end.kind === "released") return release(deps, invocationId, pipeline, end.credentials === true);
   // before the trigger settles, so a settled trigger never has a checkout left to remove
-  if (pipeline && !pipeline.retainCheckout) await removeCheckout(paths).catch(() => {});
+  if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
   // the run's end and its trigger's settlement commit together: one WAL flush, not two
-  const outcome = end;
   const finished = await withTransaction(pool, async (client) => {
-    const held = await finishInvocation(client, invocationId, workerId, {
-      status: outcome.kind,
-      diagnostic: outcome.kind === "failed" ? outcome.diagnostic : null,
-      result: outcome.kind === "completed" ? outcome.result : undefined,
+    const held = await finishInvocation(client, invocationId, deps.workerId, {
+      status: end.kind,
+      diagnostic: end.kind === "failed" ? end.diagnostic : null,
+      result: end.kind === "completed" ? end.result : undefined,
     });
     if (held && workload.trigger_id) await settleTriggerIn(client, workload.trigger_id);
     return held;
@@ -247,7 +213,7 @@ export async function runClaimedInvocation(
   if (!finished) {
     // cancelled between the end of the run and this write: the cancellation stands
     if ((await getInvocationStatus(pool, invocationId)) === "cancelled") {
-      await closeOpenTasks(pool, invocationId, CANCELLED).catch(() => {});
+      await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
       if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
     }
     return;
@@ -265,14 +231,38 @@ export async function runClaimedInvocation(
     end.kind === "failed" ? end.diagnostic.code : undefined,
     logger,
   );
-  // outputs (issue 12): consecutive failures open the pipeline's circuit breaker
-  if (pipeline) await recordRunEnd(deps, workload.pipeline, outcome.kind);
+  // consecutive failures of one pipeline open its circuit breaker (docs/outputs.md)
+  if (pipeline) await recordRunEnd(deps, workload.pipeline, end.kind);
 }
 
-const CANCELLED = diagnostic(
-  "cancelled",
-  "the invocation was cancelled while it ran; its process tree was killed",
-);
+/** The API already wrote `cancelled` (and its diagnostic): never overwrite it; close what is open. */
+async function recordCancelled(deps: ExecuteDeps, ended: Ended): Promise<void> {
+  const { pool, logger } = deps;
+  const { invocationId, workload, pipeline, paths } = ended;
+  await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
+  await bestEffort(deps, "revoke_token", revokeInvocationTokens(deps.records ?? pool, invocationId));
+  if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
+  logger.info("invocation cancelled", {
+    event: "invocation.cancelled",
+    invocation: invocationId,
+    pipeline: workload.pipeline,
+  });
+  if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
+}
+
+/**
+ * Housekeeping after a run's end (open tasks closed, the agent token revoked, the checkout removed)
+ * must not keep the end itself from being recorded: a failure is logged, and what it left behind is
+ * cleaned up later (tokens expire on their own, the retention sweep removes checkouts).
+ */
+async function bestEffort(deps: ExecuteDeps, what: string, work: Promise<unknown>): Promise<void> {
+  await work.catch((error) =>
+    deps.logger.warn(`${what.replace("_", " ")} failed after the run ended`, {
+      event: `invocation.${what}_failed`,
+      error: (error as Error).message,
+    }),
+  );
+}
 
 /** Back to `queued` with a fresh lane job, in one transaction, so the run is never lost in between. */
 async function release(
@@ -281,288 +271,23 @@ async function release(
   pipeline: Pipeline | undefined,
   waiting: boolean,
 ) {
-  const lane = pipeline
-    ? laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets)
-    : { queue: "svc-lane-local", target: null };
+  const queue = pipeline
+    ? laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets).queue
+    : laneQueue(null);
   await withTransaction(deps.pool, async (client) => {
     if (!(await releaseInvocation(client, invocationId, deps.workerId))) return;
     const job: InvocationJob = { invocationId };
     // a run waiting for a credential is not offered again at once: the lane is about to stop,
     // and an immediate job would spin between claim and release until it does
-    await deps.boss.send(lane.queue, job, {
+    await deps.boss.send(queue, job, {
       db: transactionDb(client),
       ...(waiting ? { startAfter: RECHECK_SECONDS } : {}),
     });
   });
-  if (!waiting) wakeWorkers(deps.boss, lane.queue);
+  if (!waiting) wakeWorkers(deps.boss, queue);
   deps.logger.info("invocation released for retry", {
     event: "invocation.released",
     invocation: invocationId,
-    lane: lane.queue,
+    lane: queue,
   });
-}
-
-interface RunInput {
-  invocationId: string;
-  workload: { id: string; trigger_id: string | null; pipeline: string };
-  pipeline: Pipeline;
-  paths: Workspace;
-  signal: AbortSignal;
-  /** already resolved by dispatch */
-  event?: ResolvedEvent;
-  headStart?: HeadStart;
-  /** the target the invocation row names already */
-  target: string | null;
-  isCancelled: () => boolean;
-}
-
-async function run(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
-  const { config } = deps;
-  const pool = deps.records ?? deps.pool;
-  const { invocationId, pipeline, paths, signal } = input;
-  const trigger =
-    input.event || !input.workload.trigger_id ? undefined : await getTrigger(pool, input.workload.trigger_id);
-  const event: ResolvedEvent = input.event
-    ? input.event
-    : trigger
-      ? await resolveEvent(pool, trigger)
-      : {
-          kind: "manual",
-          source: pipeline.name,
-          eventName: pipeline.name,
-          payload: {},
-          context: { repo: "", sha: "", branch: "" },
-        };
-  // outputs (issue 12): an open circuit breaker holds the run; the pipeline's own events are not answered
-  const gate = await runGate(deps, pipeline, invocationId, event);
-  if (gate === "wait") return { kind: "released", credentials: true };
-  if (gate === "own_event") return { kind: "completed", result: null };
-  const { repo, sha, branch } = event.context;
-  let seq = 0;
-  const { headStart } = input;
-  // a head start is taken only when nothing is cloned, and makes the same directories
-  const headStartReady = headStart?.ready ?? false;
-  try {
-    if (!headStartReady)
-      await prepareWorkspace(paths, {
-        cloneUrl: repo ? config.repos[repo]?.cloneUrl : undefined,
-        sha,
-        branch,
-      });
-  } catch (error) {
-    if (!(error instanceof CheckoutError)) throw error;
-    return {
-      kind: "failed",
-      diagnostic: diagnostic(
-        "setup_failed",
-        `cloning ${repo} at ${sha || branch || "its default branch"} failed: ${error.message}`,
-        {
-          field: "checkout",
-        },
-      ),
-    };
-  }
-  const env = headStart?.env ?? eventEnvironment(paths, event, pipeline);
-  const knowledge = await prepareRunKnowledge(deps, { invocationId, pipeline, event, runDir: paths.runDir });
-
-  for (const [index, step] of pipeline.setup.entries()) {
-    const taskId = newId("task");
-    const name = `setup[${index}]: ${stepLabel(step.run)}`;
-    const logFile = join(paths.logsDir, `setup-${index}.log`);
-    const running =
-      index === 0 && headStartReady && headStart?.firstStep.held
-        ? headStart.firstStep.release({ signal })
-        : runProcessTree({
-            argv: setupStepArgv(step.run),
-            cwd: paths.checkout,
-            env,
-            logFile,
-            truncate: true,
-            signal,
-            spawner: deps.spawner,
-          });
-    // the task row is written while the step runs: the step does not wait for the database
-    const started = startTask(pool, { id: taskId, invocationId, kind: "setup", name, seq: seq++ });
-    started.catch(() => {});
-    const outcome = await running;
-    await started;
-    await recordFileArtifact(pool, {
-      invocationId,
-      taskId,
-      name: `setup-${index}.log`,
-      path: logFile,
-      mediaType: "text/plain",
-    });
-    if (outcome.aborted) {
-      if (input.isCancelled()) {
-        await finishTask(pool, taskId, { status: "skipped", diagnostic: CANCELLED });
-        return { kind: "cancelled" };
-      }
-      await finishTask(pool, taskId, { status: "skipped" });
-      return { kind: "released" };
-    }
-    if (outcome.exitCode !== 0) {
-      const failure = diagnostic(
-        "setup_failed",
-        `setup step ${index} (${stepLabel(step.run)}) exited with ${outcome.exitCode ?? outcome.signal ?? outcome.spawnError}`,
-        { field: `setup[${index}]`, metadata: { step: index, run: step.run, exitCode: outcome.exitCode } },
-      );
-      await finishTask(pool, taskId, { status: "failed", exitCode: outcome.exitCode, diagnostic: failure });
-      await recordSurface(pool, invocationId, paths.surfaceDir);
-      return { kind: "failed", diagnostic: failure };
-    }
-    await finishTask(pool, taskId, { status: "completed", exitCode: 0 });
-  }
-
-  let result: unknown = null;
-  if (pipeline.targets.length > 0) {
-    const { agent, skill } = runIdentity(pipeline, event.context);
-    const prompt = assemblePrompt({
-      config,
-      pipeline,
-      agent,
-      skill,
-      event: { name: event.eventName, source: event.kind, payload: event.payload },
-      knowledge,
-    });
-    const transcript = join(paths.logsDir, "transcript.log");
-    await writeFile(transcript, "");
-    const unavailable: Diagnostic[] = [];
-    let outcome: AgentOutcome | undefined;
-    let ranOn: string | undefined;
-    for (const name of pipeline.targets) {
-      const target = config.targets[name];
-      if (!target || !targetUsable(target, deps.cooldowns, deps.secrets)) continue;
-      const taskId = newId("task");
-      await startTask(pool, {
-        id: taskId,
-        invocationId,
-        kind: "agent",
-        name: `agent on ${name}`,
-        seq: seq++,
-      });
-      if (name !== input.target) await setInvocationTarget(pool, invocationId, name);
-      ranOn = name;
-      // the agent's run token and SVC_MCP_* (worker/run-token.ts): agent processes only, never setup steps
-      const runToken = { db: pool, daemonUrl: deps.daemonUrl, invocationId, pipeline, agent, repo };
-      outcome = await withRunToken(
-        {
-          ...runToken,
-          worktree: paths.checkout,
-          runDir: paths.runDir,
-          lifetimeMs: runTokenLifetimeMs(target),
-        },
-        (access) =>
-          target.runtime === "command"
-            ? runCommandAgent({
-                target,
-                configDir: config.dir,
-                cwd: paths.checkout,
-                env: { ...env, ...access.env },
-                stdin: promptText(prompt),
-                transcriptFile: transcript,
-                signal,
-                spawner: deps.spawner,
-                cooldowns: deps.cooldowns,
-                secrets: deps.secrets,
-              })
-            : runOpenAiAgent({
-                target,
-                prompt,
-                cooldowns: deps.cooldowns,
-                secrets: deps.secrets,
-                transcriptFile: transcript,
-                signal,
-                tools: access,
-              }),
-      );
-      const recorded = recordFileArtifact(pool, {
-        invocationId,
-        taskId,
-        name: "transcript",
-        path: transcript,
-        mediaType: "text/plain",
-      });
-      recorded.catch(() => {});
-      if (outcome.kind === "result") {
-        // independent rows: written side by side
-        await Promise.all([recorded, finishTask(pool, taskId, { status: "completed", exitCode: 0 })]);
-        break;
-      }
-      await recorded;
-      if (outcome.kind === "aborted") {
-        if (input.isCancelled()) {
-          await finishTask(pool, taskId, { status: "skipped", diagnostic: CANCELLED });
-          return { kind: "cancelled" };
-        }
-        await finishTask(pool, taskId, { status: "skipped" });
-        return { kind: "released" };
-      }
-      if (outcome.kind === "failed") {
-        await finishTask(pool, taskId, { status: "failed", diagnostic: outcome.diagnostic });
-        await recordSurface(pool, invocationId, paths.surfaceDir);
-        return { kind: "failed", diagnostic: outcome.diagnostic };
-      }
-      await finishTask(pool, taskId, { status: "skipped", diagnostic: outcome.diagnostic ?? null });
-      if (outcome.diagnostic) unavailable.push(outcome.diagnostic);
-    }
-    if (outcome?.kind !== "result") {
-      if (unavailable.length === 0) {
-        // every target lacks a usable credential: nothing failed; the run waits on a stopped lane
-        // until a probe or a restart brings a credential back
-        return { kind: "released", credentials: true };
-      }
-      return {
-        kind: "failed",
-        diagnostic: diagnostic(
-          "target_unavailable",
-          `no target of pipeline ${pipeline.name} could run the agent`,
-          {
-            details: unavailable,
-          },
-        ),
-      };
-    }
-    result = outcome.result;
-    const resultFile = join(paths.logsDir, "result.json");
-    await writeFile(resultFile, `${JSON.stringify(result, null, 2)}\n`);
-    const checkId = newId("task");
-    await startTask(pool, {
-      id: checkId,
-      invocationId,
-      kind: "result_check",
-      name: "result.schema",
-      seq: seq++,
-    });
-    const recorded = recordFileArtifact(pool, {
-      invocationId,
-      taskId: checkId,
-      name: "result.json",
-      path: resultFile,
-    });
-    const invalid = pipeline.result ? checkResult(pipeline.result.schema, result) : null;
-    if (invalid) {
-      await Promise.all([recorded, finishTask(pool, checkId, { status: "failed", diagnostic: invalid })]);
-      await recordSurface(pool, invocationId, paths.surfaceDir);
-      return { kind: "failed", diagnostic: { ...invalid, target: ranOn } };
-    }
-    await Promise.all([
-      recorded,
-      finishTask(pool, checkId, { status: pipeline.result ? "completed" : "skipped" }),
-    ]);
-    // outputs (issue 12): publish the validated result, exactly once per output key
-    const unpublished = await publishOutputs(deps, {
-      invocationId,
-      triggerId: input.workload.trigger_id,
-      pipeline,
-      result,
-      event,
-    });
-    if (unpublished) {
-      await recordSurface(pool, invocationId, paths.surfaceDir);
-      return { kind: "failed", diagnostic: { ...unpublished, target: ranOn } };
-    }
-  }
-  await recordSurface(pool, invocationId, paths.surfaceDir);
-  return { kind: "completed", result };
 }

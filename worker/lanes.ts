@@ -1,10 +1,10 @@
 import type { ConfigSnapshot, Pipeline, Target } from "../shared/config/types.ts";
-import { laneQueue } from "../shared/queues.ts";
+import type { Logger } from "../shared/logger.ts";
+import { LOCAL_LANE, laneQueue, pipelineLane } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 
-/** Pipelines without targets run their setup steps only, on a lane no credential can stop. */
-export const LOCAL_LANE = "svc-lane-local";
+export { LOCAL_LANE };
 
 /** A target can run now: a command target always; an openai target while one credential is usable. */
 export function targetUsable(
@@ -21,20 +21,61 @@ export function targetUsable(
   );
 }
 
-/**
- * The lane an invocation waits on: its pipeline's first usable target, else its first target
- * (whose lane is stopped, so the job waits there until a credential comes back). `usable`: the
- * lane can run now.
- */
+/** The lane a pipeline's new invocation waits on (shared/queues.ts pipelineLane), by this worker's view of credentials. */
 export function laneFor(
   pipeline: Pipeline,
   config: Pick<ConfigSnapshot, "targets">,
   cooldowns: CredentialCooldowns,
   secrets: CredentialSecrets,
 ): { queue: string; target: string | null; usable: boolean } {
-  const targets = pipeline.targets.map((name) => config.targets[name]).filter((t) => t !== undefined);
-  if (targets.length === 0) return { queue: LOCAL_LANE, target: null, usable: true };
-  const usable = targets.find((target) => targetUsable(target, cooldowns, secrets));
-  const chosen = usable ?? targets[0]!;
-  return { queue: laneQueue(chosen.name), target: chosen.name, usable: usable !== undefined };
+  return pipelineLane(pipeline, config.targets, (target) => targetUsable(target, cooldowns, secrets));
+}
+
+/** Every lane a worker serves, with the target it runs (null: the local lane). */
+export function laneTargets(config: Pick<ConfigSnapshot, "targets">): Map<string, string | null> {
+  const lanes = new Map<string, string | null>([[LOCAL_LANE, null]]);
+  for (const target of Object.values(config.targets)) lanes.set(laneQueue(target.name), target.name);
+  return lanes;
+}
+
+interface LaneStateDeps {
+  config: Pick<ConfigSnapshot, "targets">;
+  cooldowns: CredentialCooldowns;
+  secrets: CredentialSecrets;
+  logger: Logger;
+}
+
+/**
+ * Logs `lane.started` / `lane.stopped` whenever a lane's target becomes usable or stops being so
+ * (a credential cooled down or came back); the first update logs every lane's state.
+ */
+export class LaneStates {
+  readonly #known = new Map<string, boolean>();
+  readonly #lanes: ReadonlyMap<string, string | null>;
+  readonly #deps: LaneStateDeps;
+
+  constructor(lanes: ReadonlyMap<string, string | null>, deps: LaneStateDeps) {
+    this.#lanes = lanes;
+    this.#deps = deps;
+  }
+
+  update(): void {
+    const { config, cooldowns, secrets, logger } = this.#deps;
+    for (const [lane, name] of this.#lanes) {
+      const target = name ? config.targets[name] : undefined;
+      const usable = !target || targetUsable(target, cooldowns, secrets);
+      if (usable === this.#known.get(lane)) continue;
+      this.#known.set(lane, usable);
+      if (usable) logger.info("lane working", { event: "lane.started", lane });
+      else
+        logger.warn("lane stopped: its target has no usable credential; its jobs wait", {
+          event: "lane.stopped",
+          lane,
+        });
+    }
+  }
+
+  usable(): string[] {
+    return [...this.#known].filter(([, usable]) => usable).map(([lane]) => lane);
+  }
 }

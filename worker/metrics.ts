@@ -22,7 +22,7 @@ export const registry = new Registry();
 
 const claimed = new Counter({
   name: "svc_worker_jobs_claimed_total",
-  help: "queue jobs this worker claimed, by queue kind (dispatch, lane, announced)",
+  help: "queue jobs this worker claimed, by queue kind (dispatch, lane)",
   labelNames: ["queue"] as const,
   registers: [registry],
 });
@@ -62,7 +62,7 @@ export function countDelivery(handler: string, status: "sent" | "reused" | "fail
 }
 
 /** A claim-loop call site: `count` jobs of one queue kind were claimed. */
-export function countClaimed(queue: "dispatch" | "lane" | "announced", count: number): void {
+export function countClaimed(queue: "dispatch" | "lane", count: number): void {
   if (count > 0) claimed.inc({ queue }, count);
 }
 

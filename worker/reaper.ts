@@ -2,13 +2,8 @@ import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { revokeInvocationTokens } from "../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../db/boss.ts";
-import {
-  failLostInvocation,
-  listOrphanedQueued,
-  lockStaleInvocations,
-  requeueInvocation,
-  touchQueuedInvocation,
-} from "../db/invocations.ts";
+import { failLostInvocation, lockStaleInvocations, requeueInvocation } from "../db/invocations.ts";
+import { reconcileQueue } from "../db/reconcile-queue.ts";
 import { failOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
 import { getWorkload } from "../db/workloads.ts";
@@ -36,7 +31,9 @@ export interface ReaperDeps {
 /**
  * Finds runs whose worker stopped heartbeating (killed, frozen, partitioned) and either queues them
  * again with a fresh lane job or, once they used up their attempts, fails them with `worker_lost`.
- * Any worker may reap; SKIP LOCKED splits the rows, so no run is reaped twice.
+ * Any worker may reap; SKIP LOCKED splits the rows, so no run is reaped twice. Then applies the
+ * reconcile rule shared with `POST /admin/reconcile` (db/reconcile-queue.ts) to triggers and runs
+ * whose job is gone.
  */
 export async function reapStaleInvocations(deps: ReaperDeps): Promise<number> {
   const settled: string[] = [];
@@ -76,20 +73,17 @@ export async function reapStaleInvocations(deps: ReaperDeps): Promise<number> {
     return stale.length;
   });
   // outside any transaction and without row locks: a claim never waits on this scan
-  for (const row of await listOrphanedQueued(deps.pool, deps.staleAfterMs * 4, 20)) {
-    const workload = await getWorkload(deps.pool, row.workload_id);
-    const pipeline = workload ? deps.config.pipelines[workload.pipeline] : undefined;
-    if (!pipeline) continue;
-    const lane = laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets);
-    const job: InvocationJob = { invocationId: row.id };
-    await deps.boss.send(lane.queue, job);
-    await touchQueuedInvocation(deps.pool, row.id);
-    lanes.add(lane.queue);
-    deps.logger.warn("queued run without a job sent again", {
-      event: "invocation.resent",
-      invocation: row.id,
-    });
-  }
+  const resent = await reconcileQueue(
+    deps.pool,
+    deps.boss,
+    deps.config.targets,
+    Math.ceil((deps.staleAfterMs * 4) / 1000),
+    20,
+  );
+  for (const trigger of resent.triggers)
+    deps.logger.warn("queued trigger without a job sent again", { event: "trigger.resent", trigger });
+  for (const invocation of resent.invocations)
+    deps.logger.warn("queued run without a job sent again", { event: "invocation.resent", invocation });
   for (const lane of lanes) wakeWorkers(deps.boss, lane);
   for (const triggerId of new Set(settled)) await settleTrigger(deps.pool, triggerId);
   return count;

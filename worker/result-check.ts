@@ -57,7 +57,7 @@ export function lastJsonObject(output: string): Record<string, unknown> | undefi
       const value = JSON.parse(candidate);
       if (value !== null && typeof value === "object" && !Array.isArray(value)) return value;
     } catch {
-      // fall through
+      // not JSON either: no result object in this output, which the caller reports
     }
   }
   return undefined;

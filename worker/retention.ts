@@ -17,7 +17,7 @@ async function olderThan(path: string, cutoff: number): Promise<boolean> {
   try {
     return (await stat(path)).mtimeMs < cutoff;
   } catch {
-    return false;
+    return false; // gone already (or unreadable): nothing for this sweep to remove
   }
 }
 

@@ -1,7 +1,6 @@
 import { execFile } from "node:child_process";
-import { mkdirSync } from "node:fs";
 import { mkdir, rename, rm, stat } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { promisify } from "node:util";
 
 const execFileAsync = promisify(execFile);
@@ -36,7 +35,7 @@ async function exists(path: string): Promise<boolean> {
     await stat(path);
     return true;
   } catch {
-    return false;
+    return false; // stat failed: treat the path as absent
   }
 }
 
@@ -61,28 +60,6 @@ export class CheckoutError extends Error {}
 export async function makeRunDirectories(paths: Workspace, emptyCheckout: boolean): Promise<void> {
   const dirs = [paths.runDir, paths.surfaceDir, paths.logsDir, ...(emptyCheckout ? [paths.checkout] : [])];
   await Promise.all(dirs.map((dir) => mkdir(dir, { recursive: true })));
-}
-
-/**
- * The directories of a new run with an empty checkout, made at once: six mkdir calls in a row
- * cost about 0.2 ms here, where the same directories made through the thread pool, side by side,
- * took 0.7 ms to 2.4 ms. False if they could not all be made (the run's directory existed, say).
- */
-export function makeNewRunDirectoriesNow(paths: Workspace): boolean {
-  try {
-    mkdirSync(dirname(paths.root), { recursive: true });
-    mkdirSync(paths.root);
-    mkdirSync(dirname(paths.runDir));
-    for (const dir of [paths.runDir, paths.surfaceDir, paths.logsDir, paths.checkout]) mkdirSync(dir);
-    return true;
-  } catch {
-    return false; // the run makes them itself
-  }
-}
-
-/** The directories of a run that never came to exist, removed in the background. */
-export function removeRunDirectories(paths: Workspace): void {
-  void rm(paths.root, { recursive: true, force: true }).catch(() => {});
 }
 
 /**

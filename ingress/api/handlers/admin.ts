@@ -1,15 +1,8 @@
-import { ensureLaneQueue, transactionDb, wakeWorkers } from "../../../db/boss.ts";
 import { clearDrain, readDrain, setDrain } from "../../../db/daemon-state.ts";
 import { listMigrations } from "../../../db/migrate.ts";
-import {
-  countFailedSince,
-  findOrphanedInvocations,
-  findOrphanedTriggers,
-  purgeFailedJobs,
-} from "../../../db/queue-jobs.ts";
-import { withTransaction } from "../../../db/transaction.ts";
+import { countFailedSince, purgeFailedJobs } from "../../../db/queue-jobs.ts";
+import { reconcileQueue } from "../../../db/reconcile-queue.ts";
 import { parseDuration } from "../../../shared/config/duration.ts";
-import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, laneQueue } from "../../../shared/queues.ts";
 import { unknownScopes } from "../../../shared/scopes.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
 import { badRequest } from "../errors.ts";
@@ -46,40 +39,23 @@ function seconds(body: Record<string, unknown>, key: string, fallback: string): 
   return Math.max(1, Math.round(ms / 1000));
 }
 
-/**
- * Makes the queue match the tables: every queued trigger gets a live dispatch job, every queued
- * or stale running invocation a live lane job. Sending is idempotent for the worker, whose claim
- * lets only one job run an invocation.
- */
+/** Makes the queue match the tables, by the rule the workers' sweepers apply too (db/reconcile-queue.ts). */
 export async function reconcileRoute(ctx: RouteContext): Promise<Reply> {
   const body = bodyObject(ctx.req);
   allowOnlyKeys(body, ["olderThan"]);
   const olderThan = seconds(body, "olderThan", "2m");
-  const triggers = await findOrphanedTriggers(ctx.deps.pool, olderThan);
-  const invocations = await findOrphanedInvocations(ctx.deps.pool, olderThan);
-  for (const lane of new Set(invocations.map((row) => laneQueue(row.target))))
-    await ensureLaneQueue(ctx.deps.boss, lane, ctx.deps.config.targets);
-  await withTransaction(ctx.deps.pool, async (client) => {
-    const db = transactionDb(client);
-    for (const triggerId of triggers) {
-      const job: DispatchJob = { triggerId };
-      await ctx.deps.boss.send(DISPATCH_QUEUE, job, { db });
-    }
-    for (const row of invocations) {
-      const job: InvocationJob = { invocationId: row.id };
-      await ctx.deps.boss.send(laneQueue(row.target), job, { db });
-    }
-  });
-  // jobs sent inside our own transaction notify nobody; wake LISTENing workers once it has committed
-  if (triggers.length) wakeWorkers(ctx.deps.boss, DISPATCH_QUEUE);
-  for (const lane of new Set(invocations.map((row) => laneQueue(row.target))))
-    wakeWorkers(ctx.deps.boss, lane);
+  const { triggers, invocations } = await reconcileQueue(
+    ctx.deps.pool,
+    ctx.deps.boss,
+    ctx.deps.config.targets,
+    olderThan,
+  );
   ctx.deps.logger.info("queue reconciled", {
     event: "api.reconcile",
     triggers: triggers.length,
     invocations: invocations.length,
   });
-  return ok({ requeued: { triggers, invocations: invocations.map((row) => row.id) } });
+  return ok({ requeued: { triggers, invocations } });
 }
 
 /** Deletes the failed history finished before `before` (default: all of it). */

@@ -14,7 +14,7 @@ import {
 } from "../../../db/owned-workloads.ts";
 import { withTransaction } from "../../../db/transaction.ts";
 import { diagnostic } from "../../../shared/diagnostics.ts";
-import { type InvocationJob, laneQueue } from "../../../shared/queues.ts";
+import { type InvocationJob, pipelineLane } from "../../../shared/queues.ts";
 import { ok, type Reply, type RouteContext, viewerOf } from "../context.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, pathParam, queryInt, queryString } from "../input.ts";
@@ -92,14 +92,16 @@ export async function submitInvocationRoute(ctx: RouteContext): Promise<Reply> {
   const peek = await findWorkload(ctx.deps.pool, viewer, id);
   if (!peek) throw notFound("workload");
   const pipeline = ctx.deps.config.pipelines[peek.pipeline];
-  const target = pipeline?.targets[0];
+  // the lane rule the worker uses too; the ingress does not track credentials, so every target counts as usable
+  const { queue: lane, target } = pipeline
+    ? pipelineLane(pipeline, ctx.deps.config.targets)
+    : { queue: "", target: null };
   if (!pipeline || !target) {
     throw conflict(
       "target_unavailable",
       `pipeline ${peek.pipeline} is not configured with a target any more`,
     );
   }
-  const lane = laneQueue(target);
   // queue creation is DDL pg-boss runs on its own connection; it must exist before the transactional send
   await ensureLaneQueue(ctx.deps.boss, lane, ctx.deps.config.targets);
   const invocation = await withTransaction(ctx.deps.pool, async (client) => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { issueSandboxToken } from "../../../db/api_tokens.ts";
-import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
+import { DISPATCH_QUEUE, LOCAL_LANE, laneQueue } from "../../../shared/queues.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import {
   type ApiHarness,
@@ -248,15 +248,53 @@ describe("admin", () => {
     ).toBe(400);
   });
 
+  it("reconcile sends a lost job for a queued invocation on every lane, the local lane (no target) included", async () => {
+    await api.pool.query(
+      `INSERT INTO svc.triggers (id, kind, source, event_name, status, payload, created_at)
+         VALUES ('trg_orphan3aaaaaaaaaaaaaa', 'webhook', 'deploy-hook', 'deploy-hook', 'running', '{}', now() - interval '1 hour');
+       INSERT INTO svc.workloads (id, trigger_id, pipeline, status, workspace)
+         VALUES ('run_orphan3aaaaaaaaaaaaaa', 'trg_orphan3aaaaaaaaaaaaaa', 'notes', 'open', '/tmp/x');
+       INSERT INTO svc.invocations (id, workload_id, status, target, created_at)
+         VALUES ('inv_orphan3aaaaaaaaaaaaaa', 'run_orphan3aaaaaaaaaaaaaa', 'queued', NULL, now() - interval '1 hour')`,
+    );
+    const body = await json<{ requeued: { invocations: string[] } }>(
+      await api.request("POST", "/admin/reconcile", { token: STAR, body: {} }),
+    );
+    expect(body.requeued.invocations).toContain("inv_orphan3aaaaaaaaaaaaaa");
+    const jobs = await api.boss.findJobs(LOCAL_LANE, { data: { invocationId: "inv_orphan3aaaaaaaaaaaaaa" } });
+    expect(jobs).toHaveLength(1);
+    const again = await json<{ requeued: { invocations: string[] } }>(
+      await api.request("POST", "/admin/reconcile", { token: STAR, body: {} }),
+    );
+    expect(again.requeued.invocations).not.toContain("inv_orphan3aaaaaaaaaaaaaa");
+  });
+
   it("queue status counts states; purge removes the failed history", async () => {
     const status = await json<{ counts: Record<string, number> }>(
       await api.request("GET", "/queue/status?verbose=1", { token: STAR }),
     );
     expect(status.counts.waiting).toBeGreaterThan(0);
+    // two failed lane jobs, made through pg-boss's public API: sent without retries, fetched, failed
+    const lane = laneQueue("purge-lane");
+    await api.boss.createQueue(lane, { retryLimit: 0 });
+    for (const n of [1, 2]) await api.boss.send(lane, { invocationId: `inv_purge${n}` });
+    const fetched = await api.boss.fetch(lane, { batchSize: 2 });
+    await api.boss.fail(
+      lane,
+      fetched.map((job) => job.id),
+    );
+    const before = await json<{ counts: Record<string, number> }>(
+      await api.request("GET", "/queue/status", { token: STAR }),
+    );
+    expect(before.counts.failed).toBeGreaterThanOrEqual(2);
     const purge = await json<{ purged: number }>(
       await api.request("POST", "/admin/purge", { token: STAR, body: {} }),
     );
-    expect(purge.purged).toBeGreaterThanOrEqual(0);
+    expect(purge.purged).toBe(before.counts.failed);
+    const after = await json<{ counts: Record<string, number> }>(
+      await api.request("GET", "/queue/status", { token: STAR }),
+    );
+    expect(after.counts.failed).toBe(0);
     expect((await api.request("POST", "/admin/purge", { token: STAR, body: { before: 7 } })).status).toBe(
       400,
     );

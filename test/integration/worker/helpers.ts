@@ -7,29 +7,11 @@ import type { PgBoss } from "pg-boss";
 import { transactionDb, wakeWorkers } from "../../../db/boss.ts";
 import { withTransaction } from "../../../db/transaction.ts";
 import { insertTrigger, type TriggerKind } from "../../../db/triggers.ts";
-import type { ConfigSnapshot, Pipeline, Target } from "../../../shared/config/types.ts";
+import type { ConfigSnapshot, Target } from "../../../shared/config/types.ts";
 import { createLogger, type Logger } from "../../../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 
-export function pipeline(name: string, overrides: Partial<Pipeline> = {}): Pipeline {
-  return {
-    name,
-    file: `pipelines/${name}.yaml`,
-    version: "1.0.0",
-    companions: [],
-    instructions: `Run ${name}.`,
-    trigger: null,
-    args: {},
-    principals: {},
-    outputs: {},
-    env: {},
-    setup: [],
-    retainCheckout: true,
-    targets: [],
-    knowledge: { method: "none" },
-    ...overrides,
-  };
-}
+export { pipeline } from "../../support/pipeline.ts";
 
 export function makeConfig(dir: string, overrides: Partial<ConfigSnapshot> = {}): ConfigSnapshot {
   return {

@@ -420,7 +420,7 @@ sleep 300
       );
       expect(["retry", "active", "created"]).toContain(job.rows[0].state);
       expect((await lineage(pool, alone)).workloads).toEqual([]);
-      // each rolled-back attempt had taken a head start: its held step never ran, its directories went
+      // a rolled-back dispatch leaves no workspace behind and ran nothing
       const strayWorkspaces = async () => {
         const committed = new Set(
           (await pool.query("SELECT id FROM svc.workloads")).rows.map((row) => row.id as string),

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../../ingress/api/errors.ts";
 import { gateArgs } from "../../../ingress/api/pipeline-args.ts";
-import { pipeline } from "../../integration/api/support.ts";
+import { pipeline } from "../../support/pipeline.ts";
 
 const nightly = pipeline("nightly", {
   args: { label: { type: "string", required: true }, limit: { type: "number", required: false } },

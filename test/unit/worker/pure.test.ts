@@ -6,7 +6,7 @@ import { matchPipelines } from "../../../worker/match-pipelines.ts";
 import { checkResult, lastJsonObject } from "../../../worker/result-check.ts";
 import { runEnvironment } from "../../../worker/setup-steps.ts";
 import { workspacePaths } from "../../../worker/workspace.ts";
-import { pipeline } from "../../integration/worker/helpers.ts";
+import { pipeline } from "../../support/pipeline.ts";
 
 describe("credential verdicts (the contract's table)", () => {
   const now = new Date("2026-01-01T00:00:00Z");

@@ -1,0 +1,304 @@
+import type { PoolClient } from "pg";
+import type { PgBoss } from "pg-boss";
+import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
+import { claimInvocations, type InvocationRow } from "../db/invocations.ts";
+import { withTransaction } from "../db/transaction.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../shared/queues.ts";
+import { afterDispatch, type DispatchDeps, type DispatchOutcome, dispatchInTransaction } from "./dispatch.ts";
+import type { KnownRun } from "./execute-invocation.ts";
+import { targetUsable } from "./lanes.ts";
+import { countClaimed } from "./metrics.ts";
+import type { Lease, Slots } from "./slots.ts";
+
+export interface ClaimLoopDeps extends DispatchDeps {
+  boss: PgBoss;
+  workerId: string;
+  staleAfterMs: number;
+  /** every lane queue this worker serves, with the target it runs (null: the local lane) */
+  lanes: ReadonlyMap<string, string | null>;
+  slots: Slots;
+  /** true while the daemon is drained: nothing is claimed */
+  drained(): boolean;
+  /** runs an invocation this worker holds; the claim loop gives it a slot lease */
+  runClaimed(row: InvocationRow, known?: KnownRun): Promise<void>;
+}
+
+/** Dispatch jobs fetched per round at least, free slots or not (see takeDispatchJobs). */
+const DISPATCH_BATCH = 32;
+
+/** The backstop poll: a lost NOTIFY, delayed jobs (`startAfter`) and retries are found by it. */
+const POLL_MS = 1_000;
+
+/**
+ * One claim loop per worker process. Woken by a NOTIFY on WAKE_CHANNEL naming a queue (polling is
+ * the backstop), it fetches exactly as many jobs as it has free slots, in batches: lane jobs
+ * (invocations waiting on a usable target) first, then dispatch jobs. Dispatching a trigger creates
+ * its first runnable invocation already claimed by this worker, which runs it at once, in-process.
+ * A lane is fetched only while its target is usable, so the jobs of a target whose only credential
+ * is dead wait instead of failing. While the daemon is drained nothing is claimed.
+ */
+export class ClaimLoop {
+  readonly #deps: ClaimLoopDeps;
+  #closing = false;
+  /** look at every queue: the poll fired, the listener reconnected, or a round ran out of room */
+  #everything = true;
+  /** queues a NOTIFY named, or whose last fetch came back full, not fetched since */
+  readonly #notified = new Set<string>();
+  /** dispatch jobs whose unguarded dispatch threw: the next round dispatches them under a savepoint */
+  readonly #suspects = new Set<string>();
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+  #listener: { close(): Promise<void> } | undefined;
+
+  constructor(deps: ClaimLoopDeps) {
+    this.#deps = deps;
+  }
+
+  /** Starts listening and looping. */
+  async start(): Promise<void> {
+    const queues = new Set([DISPATCH_QUEUE, ...this.#deps.lanes.keys()]);
+    const db = this.#deps.boss.getDb();
+    this.#listener = await db.listen?.(
+      WAKE_CHANNEL,
+      (queue) => {
+        if (queues.has(queue)) this.poke(queue);
+      },
+      () => this.poke(),
+    );
+    this.#loop = this.#run();
+  }
+
+  /** Something may be waiting: on `queue`, or (no queue) anywhere. */
+  poke(queue?: string): void {
+    if (queue) this.#notified.add(queue);
+    else this.#everything = true;
+    this.#wake?.();
+  }
+
+  /** Stops claiming; runs already started keep going. */
+  async stop(): Promise<void> {
+    this.#closing = true;
+    this.#wake?.();
+    await this.#loop;
+    // a listener that fails to close had its connection end already: nothing is left to stop
+    await this.#listener?.close().catch(() => {}); // its connection is gone already: nothing left to close
+  }
+
+  #hasWork(): boolean {
+    return this.#everything || this.#notified.size > 0;
+  }
+
+  async #run(): Promise<void> {
+    const { slots, logger } = this.#deps;
+    while (!this.#closing) {
+      try {
+        if (slots.free > 0 && this.#hasWork() && !this.#deps.drained()) {
+          await this.#round();
+          continue;
+        }
+      } catch (error) {
+        logger.warn("claiming work failed; retrying after the poll interval", {
+          event: "worker.fetch_failed",
+          error: (error as Error).message,
+        });
+      }
+      if (this.#closing) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.#everything = true; // the backstop: look again even without a NOTIFY
+          resolve();
+        }, POLL_MS);
+        this.#wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.#wake = undefined;
+    }
+  }
+
+  /** the lanes whose target can run now, in configuration order */
+  usableLanes(): string[] {
+    const { config, cooldowns, secrets } = this.#deps;
+    return [...this.#deps.lanes]
+      .filter(([, name]) => {
+        const target = name ? config.targets[name] : undefined;
+        return !target || targetUsable(target, cooldowns, secrets);
+      })
+      .map(([lane]) => lane);
+  }
+
+  /**
+   * One round: the queues there is a reason to look at, lanes first (runs already waiting), then
+   * dispatch, each fetched for exactly the slots still free. A woken queue is fetched alone, so a
+   * webhook's NOTIFY costs one fetch, not one per lane.
+   */
+  async #round(): Promise<void> {
+    const all = this.#everything;
+    this.#everything = false;
+    const order = [...this.usableLanes(), DISPATCH_QUEUE];
+    for (const queue of this.#notified) if (!order.includes(queue)) this.#notified.delete(queue);
+    for (const queue of order) {
+      if (!all && !this.#notified.has(queue)) continue;
+      if (this.#deps.slots.free <= 0 || this.#closing || this.#deps.drained()) {
+        if (all) this.#everything = true; // what was not looked at yet waits for the next free slot
+        return;
+      }
+      this.#notified.delete(queue);
+      const leases = this.#deps.slots.take(this.#deps.slots.free);
+      let fetched = 0;
+      try {
+        fetched =
+          queue === DISPATCH_QUEUE
+            ? await this.#takeDispatchJobs(leases)
+            : await this.#takeLaneJobs(queue, leases);
+      } finally {
+        // the leases no run took come back here, whatever was thrown
+        for (const lease of leases) lease.release();
+      }
+      if (fetched >= leases.length) this.#notified.add(queue); // a full batch: there may be more
+    }
+  }
+
+  #start(lease: Lease, row: InvocationRow, known?: KnownRun): void {
+    this.#deps.slots.run(
+      lease,
+      () => this.#deps.runClaimed(row, known),
+      (error) =>
+        this.#deps.logger.error("run failed inside the worker", {
+          event: "worker.run_failed",
+          invocation: row.id,
+          error: (error as Error).message,
+        }),
+    );
+  }
+
+  /**
+   * Fetches a batch of lane jobs, claims their invocations in one statement and completes the jobs,
+   * all in one transaction (one commit), then starts what it claimed. The job only carried "claim
+   * this invocation": it is done once the claim is decided either way. A crash before the commit
+   * leaves the jobs where they were.
+   */
+  async #takeLaneJobs(lane: string, leases: Lease[]): Promise<number> {
+    const { boss, pool, workerId, staleAfterMs } = this.#deps;
+    let fetched = 0;
+    const claimed = await withTransaction(pool, async (client) => {
+      const db = transactionDb(client);
+      const jobs = await boss.fetch<InvocationJob>(lane, { batchSize: leases.length, db });
+      fetched = jobs.length;
+      if (jobs.length === 0) return [];
+      const ids = jobs.map((job) => job.data.invocationId);
+      const rows = await claimInvocations(client, ids, workerId, staleAfterMs);
+      await boss.complete(
+        lane,
+        jobs.map((job) => job.id),
+        null,
+        { db },
+      );
+      return rows;
+    });
+    countClaimed("lane", claimed.length);
+    for (const [index, row] of claimed.entries()) this.#start(leases[index]!, row);
+    return fetched;
+  }
+
+  /**
+   * Fetches a batch of dispatch jobs and dispatches them in one transaction (one commit for the
+   * batch). The batch is at least DISPATCH_BATCH jobs whatever the free slots: a trigger that fires
+   * nothing needs no slot, and a run beyond the free slots goes to its lane, where any worker with
+   * room claims it. Only as many runs as there are leases are created claimed by this worker.
+   * A batch goes without savepoints first (two round trips fewer per trigger); if it throws, the
+   * rollback hands every job back untouched, and the next round, at once, dispatches those jobs
+   * under a savepoint each, so the one that fails is failed for a retry alone.
+   */
+  async #takeDispatchJobs(leases: Lease[]): Promise<number> {
+    const { boss, pool, logger } = this.#deps;
+    let fetched = 0;
+    let unguarded: string[] = [];
+    let outcomes: { triggerId: string; outcome: DispatchOutcome }[];
+    const claims = { left: this.#closing ? 0 : leases.length };
+    try {
+      outcomes = await withTransaction(pool, async (client) => {
+        const jobs = await boss.fetch<DispatchJob>(DISPATCH_QUEUE, {
+          batchSize: Math.max(leases.length, DISPATCH_BATCH),
+          db: transactionDb(client),
+        });
+        fetched = jobs.length;
+        if (jobs.some((job) => this.#suspects.has(job.id)))
+          return this.#dispatchGuarded(client, jobs, claims);
+        unguarded = jobs.map((job) => job.id);
+        const done: { triggerId: string; outcome: DispatchOutcome }[] = [];
+        for (const job of jobs) done.push(await this.#dispatchOne(client, job, claims));
+        return done;
+      });
+    } catch (error) {
+      if (unguarded.length === 0) throw error;
+      // a job that another worker took meanwhile would stay here forever: keep the set small
+      if (this.#suspects.size >= 1_000) this.#suspects.clear();
+      for (const job of unguarded) this.#suspects.add(job);
+      logger.debug("dispatch failed without savepoints; retrying the batch under them", {
+        event: "dispatch.retry_guarded",
+        jobs: unguarded.length,
+        error: (error as Error).message,
+      });
+      this.#notified.add(DISPATCH_QUEUE);
+      return fetched;
+    }
+    // counted once committed: a batch retried under savepoints is not counted twice
+    countClaimed("dispatch", outcomes.length);
+    // the runs first, the logs after
+    let next = 0;
+    for (const { outcome } of outcomes) {
+      const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
+      if (run) this.#start(leases[next++]!, run.invocation, run);
+    }
+    for (const { triggerId, outcome } of outcomes) afterDispatch(this.#deps, triggerId, outcome);
+    // a full batch tells the round there may be more
+    return fetched >= Math.max(leases.length, DISPATCH_BATCH) ? Number.POSITIVE_INFINITY : 0;
+  }
+
+  /** One trigger's dispatch; it may claim its run for this worker while claims are left. */
+  async #dispatchOne(
+    client: PoolClient,
+    job: { id: string; data: DispatchJob },
+    claims: { left: number },
+  ): Promise<{ triggerId: string; outcome: DispatchOutcome }> {
+    const { triggerId } = job.data;
+    const claimFor = claims.left > 0 ? this.#deps.workerId : undefined;
+    const outcome = await dispatchInTransaction(this.#deps, client, triggerId, { jobId: job.id, claimFor });
+    if (outcome.kind === "dispatched" && outcome.claimed) claims.left -= 1;
+    return { triggerId, outcome };
+  }
+
+  /** Dispatches each job under its own savepoint; a failing one is failed (pg-boss retries it) alone. */
+  async #dispatchGuarded(
+    client: PoolClient,
+    jobs: { id: string; data: DispatchJob }[],
+    claims: { left: number },
+  ): Promise<{ triggerId: string; outcome: DispatchOutcome }[]> {
+    const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
+    for (const job of jobs) {
+      this.#suspects.delete(job.id);
+      await client.query("SAVEPOINT dispatch");
+      try {
+        const claimsBefore = claims.left;
+        try {
+          outcomes.push(await this.#dispatchOne(client, job, claims));
+        } catch (error) {
+          claims.left = claimsBefore;
+          throw error;
+        }
+        await client.query("RELEASE SAVEPOINT dispatch");
+      } catch (error) {
+        await client.query("ROLLBACK TO SAVEPOINT dispatch");
+        this.#deps.logger.warn("dispatch failed; the job is retried", {
+          event: "dispatch.failed",
+          trigger: job.data.triggerId,
+          error: (error as Error).message,
+        });
+        await this.#deps.boss.fail(DISPATCH_QUEUE, job.id, null, { db: transactionDb(client) });
+      }
+    }
+    return outcomes;
+  }
+}

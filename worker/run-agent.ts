@@ -1,0 +1,151 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setInvocationTarget } from "../db/invocations.ts";
+import { finishTask, startTask } from "../db/tasks.ts";
+import type { Target } from "../shared/config/types.ts";
+import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
+import { newId } from "../shared/ids.ts";
+import { recordFileArtifact, recordSurface } from "./artifacts.ts";
+import { runIdentity } from "./dispatch.ts";
+import { targetUsable } from "./lanes.ts";
+import { assemblePrompt, type Prompt, promptText } from "./prompt.ts";
+import type { RunEnd, RunState } from "./run-invocation.ts";
+import { stopped } from "./run-invocation.ts";
+import { runTokenLifetimeMs, withRunToken } from "./run-token.ts";
+import { runCommandAgent } from "./runtimes/command.ts";
+import { runOpenAiAgent } from "./runtimes/openai.ts";
+import type { AgentOutcome } from "./runtimes/outcome.ts";
+
+export type AgentEnd = { kind: "result"; result: unknown; target: string } | { kind: "ended"; end: RunEnd };
+
+/** The prompt the agent gets: pipeline, agent, skill, the event and the knowledge delivered into the run. */
+export function agentPrompt(run: RunState): Prompt {
+  const { pipeline } = run.input;
+  const { agent, skill } = runIdentity(pipeline, run.event.context);
+  return assemblePrompt({
+    config: run.deps.config,
+    pipeline,
+    agent,
+    skill,
+    event: { name: run.event.eventName, source: run.event.kind, payload: run.event.payload },
+    knowledge: run.knowledge,
+  });
+}
+
+/**
+ * The agent on the pipeline's targets, in order: the first usable target that answers gives the
+ * result. A target whose credentials are cooling is skipped; when every target is unavailable the
+ * run fails with `target_unavailable`, or waits (released) when none has a usable credential at all.
+ */
+export async function runAgentOnTargets(run: RunState): Promise<AgentEnd> {
+  const { deps, input } = run;
+  const prompt = agentPrompt(run);
+  const transcript = join(input.paths.logsDir, "transcript.log");
+  await writeFile(transcript, "");
+  const unavailable: Diagnostic[] = [];
+  for (const name of input.pipeline.targets) {
+    const target = deps.config.targets[name];
+    if (!target || !targetUsable(target, deps.cooldowns, deps.secrets)) continue;
+    const attempt = await runAgentOn(run, target, prompt, transcript);
+    if (attempt.kind === "result" || attempt.kind === "ended") return attempt;
+    if (attempt.diagnostic) unavailable.push(attempt.diagnostic);
+  }
+  if (unavailable.length === 0) {
+    // every target lacks a usable credential: nothing failed; the run waits on a stopped lane
+    // until a probe or a restart brings a credential back
+    return { kind: "ended", end: { kind: "released", credentials: true } };
+  }
+  const message = `no target of pipeline ${input.pipeline.name} could run the agent`;
+  const failure = diagnostic("target_unavailable", message, { details: unavailable });
+  return { kind: "ended", end: { kind: "failed", diagnostic: failure } };
+}
+
+/** One attempt of the agent on `target`, recorded as its task with the transcript as artifact. */
+async function runAgentOn(
+  run: RunState,
+  target: Target,
+  prompt: Prompt,
+  transcript: string,
+): Promise<AgentEnd | { kind: "unavailable"; diagnostic?: Diagnostic }> {
+  const { input, records } = run;
+  const { invocationId } = input;
+  const taskId = newId("task");
+  await startTask(records, {
+    id: taskId,
+    invocationId,
+    kind: "agent",
+    name: `agent on ${target.name}`,
+    seq: run.seq++,
+  });
+  if (target.name !== input.target) await setInvocationTarget(records, invocationId, target.name);
+  const outcome = await runRuntime(run, target, prompt, transcript);
+  const recorded = recordFileArtifact(records, {
+    ...{ invocationId, taskId, path: transcript },
+    name: "transcript",
+    mediaType: "text/plain",
+  });
+  recorded.catch(() => {}); // awaited below on every path; this only keeps an early rejection from being unhandled
+  if (outcome.kind === "result") {
+    // independent rows: written side by side
+    await Promise.all([recorded, finishTask(records, taskId, { status: "completed", exitCode: 0 })]);
+    return { kind: "result", result: outcome.result, target: target.name };
+  }
+  await recorded;
+  if (outcome.kind === "aborted") return { kind: "ended", end: await stopped(run, taskId) };
+  if (outcome.kind === "failed") {
+    await finishTask(records, taskId, { status: "failed", diagnostic: outcome.diagnostic });
+    await recordSurface(records, invocationId, input.paths.surfaceDir);
+    return { kind: "ended", end: { kind: "failed", diagnostic: outcome.diagnostic } };
+  }
+  await finishTask(records, taskId, { status: "skipped", diagnostic: outcome.diagnostic ?? null });
+  return { kind: "unavailable", ...(outcome.diagnostic ? { diagnostic: outcome.diagnostic } : {}) };
+}
+
+/**
+ * The target's runtime: a command in the worktree, or the openai agent loop. Either gets the run
+ * token and the tool protocol's address (worker/run-token.ts): agent processes only, never setup steps.
+ */
+async function runRuntime(
+  run: RunState,
+  target: Target,
+  prompt: Prompt,
+  transcript: string,
+): Promise<AgentOutcome> {
+  const { deps, input } = run;
+  const { agent } = runIdentity(input.pipeline, run.event.context);
+  const access = {
+    db: run.records,
+    daemonUrl: deps.daemonUrl,
+    invocationId: input.invocationId,
+    pipeline: input.pipeline,
+    agent,
+    repo: run.event.context.repo,
+    worktree: input.paths.checkout,
+    runDir: input.paths.runDir,
+    lifetimeMs: runTokenLifetimeMs(target),
+  };
+  return withRunToken(access, (token) =>
+    target.runtime === "command"
+      ? runCommandAgent({
+          target,
+          configDir: deps.config.dir,
+          cwd: input.paths.checkout,
+          env: { ...run.env, ...token.env },
+          stdin: promptText(prompt),
+          transcriptFile: transcript,
+          signal: input.signal,
+          spawner: deps.spawner,
+          cooldowns: deps.cooldowns,
+          secrets: deps.secrets,
+        })
+      : runOpenAiAgent({
+          target,
+          prompt,
+          cooldowns: deps.cooldowns,
+          secrets: deps.secrets,
+          transcriptFile: transcript,
+          signal: input.signal,
+          tools: token,
+        }),
+  );
+}

@@ -1,0 +1,238 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type pg from "pg";
+import { finishTask, startTask } from "../db/tasks.ts";
+import { getTrigger } from "../db/triggers.ts";
+import type { Pipeline } from "../shared/config/types.ts";
+import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
+import { newId } from "../shared/ids.ts";
+import { recordFileArtifact, recordSurface } from "./artifacts.ts";
+import { type ResolvedEvent, resolveEvent } from "./dispatch.ts";
+import type { ExecuteDeps } from "./execute-invocation.ts";
+import { prepareRunKnowledge, type RunKnowledge } from "./knowledge-run.ts";
+import { runGate } from "./outputs/gate.ts";
+import { publishOutputs } from "./outputs/publish.ts";
+import { runProcessTree } from "./process-tree.ts";
+import { checkResult } from "./result-check.ts";
+import { runAgentOnTargets } from "./run-agent.ts";
+import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
+import { CheckoutError, prepareWorkspace, type Workspace } from "./workspace.ts";
+
+/** How a run ended, as runClaimedInvocation records it. */
+export type RunEnd =
+  | { kind: "completed"; result: unknown }
+  | { kind: "failed"; diagnostic: Diagnostic }
+  /** handed back to the queue: shutdown, or (`credentials`) no target usable right now */
+  | { kind: "released"; credentials?: boolean }
+  /** cancelled through the API while it ran: the row already says `cancelled` */
+  | { kind: "cancelled" };
+
+export const CANCELLED = diagnostic(
+  "cancelled",
+  "the invocation was cancelled while it ran; its process tree was killed",
+);
+
+export interface RunInput {
+  invocationId: string;
+  workload: { id: string; trigger_id: string | null; pipeline: string };
+  pipeline: Pipeline;
+  paths: Workspace;
+  signal: AbortSignal;
+  /** already resolved by dispatch */
+  event?: ResolvedEvent;
+  /** the target the invocation row names already */
+  target: string | null;
+  isCancelled: () => boolean;
+}
+
+/** One run in progress: what every phase reads, and the next task's sequence number. */
+export interface RunState {
+  deps: ExecuteDeps;
+  input: RunInput;
+  event: ResolvedEvent;
+  /** the environment of every setup step, and the base of the agent's */
+  env: Record<string, string>;
+  /** where the run's own records go (see ExecuteDeps.records) */
+  records: pg.Pool;
+  /** what the pipeline's `knowledge` block delivers into this run (prompt section, files) */
+  knowledge: RunKnowledge;
+  seq: number;
+}
+
+/**
+ * The phases of one run, in order: resolve the event → prepare the workspace → setup steps → agent
+ * on the pipeline's targets → result check. Each phase returns how the run ended if it ended there.
+ */
+export async function runInvocation(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
+  const event = await resolveRunEvent(deps, input);
+  // an open circuit breaker holds the run; the pipeline's own events are not answered (docs/outputs.md)
+  const gate = await runGate(deps, input.pipeline, input.invocationId, event);
+  if (gate === "wait") return { kind: "released", credentials: true };
+  if (gate === "own_event") return { kind: "completed", result: null };
+  const unprepared = await prepareRunWorkspace(deps, input, event);
+  if (unprepared) return unprepared;
+  const run: RunState = {
+    deps,
+    input,
+    event,
+    env: eventEnvironment(input.paths, event, input.pipeline),
+    records: deps.records ?? deps.pool,
+    knowledge: await prepareRunKnowledge(deps, {
+      invocationId: input.invocationId,
+      pipeline: input.pipeline,
+      event,
+      runDir: input.paths.runDir,
+    }),
+    seq: 0,
+  };
+  const setupEnd = await runSetupSteps(run);
+  if (setupEnd) return setupEnd;
+  let result: unknown = null;
+  if (input.pipeline.targets.length > 0) {
+    const agent = await runAgentOnTargets(run);
+    if (agent.kind === "ended") return agent.end;
+    const invalid = await checkRunResult(run, agent.result, agent.target);
+    if (invalid) return invalid;
+    result = agent.result;
+    // a checked result is published before the run is recorded as completed, exactly once per key
+    const unpublished = await publishOutputs(deps, {
+      invocationId: input.invocationId,
+      triggerId: input.workload.trigger_id,
+      pipeline: input.pipeline,
+      result,
+      event,
+    });
+    if (unpublished) {
+      await recordSurface(run.records, input.invocationId, input.paths.surfaceDir);
+      return { kind: "failed", diagnostic: { ...unpublished, target: agent.target } };
+    }
+  }
+  await recordSurface(run.records, input.invocationId, input.paths.surfaceDir);
+  return { kind: "completed", result };
+}
+
+/** The event as dispatch resolved it, or read again for a run claimed from a lane job. */
+async function resolveRunEvent(deps: ExecuteDeps, input: RunInput): Promise<ResolvedEvent> {
+  if (input.event) return input.event;
+  const records = deps.records ?? deps.pool;
+  const trigger = input.workload.trigger_id
+    ? await getTrigger(records, input.workload.trigger_id)
+    : undefined;
+  if (trigger) return resolveEvent(records, trigger);
+  return {
+    kind: "manual",
+    source: input.pipeline.name,
+    eventName: input.pipeline.name,
+    payload: {},
+    context: { repo: "", sha: "", branch: "" },
+  };
+}
+
+/** Makes the run's directories and clones its repository; a failed clone ends the run. */
+async function prepareRunWorkspace(
+  deps: ExecuteDeps,
+  input: RunInput,
+  event: ResolvedEvent,
+): Promise<RunEnd | undefined> {
+  const { repo, sha, branch } = event.context;
+  try {
+    await prepareWorkspace(input.paths, {
+      cloneUrl: repo ? deps.config.repos[repo]?.cloneUrl : undefined,
+      sha,
+      branch,
+    });
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof CheckoutError)) throw error;
+    const message = `cloning ${repo} at ${sha || branch || "its default branch"} failed: ${error.message}`;
+    return { kind: "failed", diagnostic: diagnostic("setup_failed", message, { field: "checkout" }) };
+  }
+}
+
+function stepLabel(run: string): string {
+  const line = run.split("\n")[0]!.trim();
+  return line.length > 80 ? `${line.slice(0, 77)}...` : line;
+}
+
+/** Each setup step as `sh -c <run>` in the worktree, with the run's environment; the first failure ends the run. */
+async function runSetupSteps(run: RunState): Promise<RunEnd | undefined> {
+  const { deps, input, env, records } = run;
+  const { invocationId, paths, signal } = input;
+  for (const [index, step] of input.pipeline.setup.entries()) {
+    const taskId = newId("task");
+    const logFile = join(paths.logsDir, `setup-${index}.log`);
+    const running = runProcessTree({
+      ...{ cwd: paths.checkout, env, logFile, signal },
+      argv: setupStepArgv(step.run),
+      truncate: true,
+      spawner: deps.spawner,
+    });
+    // the task row is written while the step runs: the step does not wait for the database
+    const name = `setup[${index}]: ${stepLabel(step.run)}`;
+    const started = startTask(records, { id: taskId, invocationId, kind: "setup", name, seq: run.seq++ });
+    started.catch(() => {}); // awaited below; this only keeps an early rejection from being unhandled
+    const outcome = await running;
+    await started;
+    await recordFileArtifact(records, {
+      ...{ invocationId, taskId, path: logFile },
+      name: `setup-${index}.log`,
+      mediaType: "text/plain",
+    });
+    if (outcome.aborted) return stopped(run, taskId);
+    if (outcome.exitCode !== 0) {
+      const failure = diagnostic(
+        "setup_failed",
+        `setup step ${index} (${stepLabel(step.run)}) exited with ${outcome.exitCode ?? outcome.signal ?? outcome.spawnError}`,
+        { field: `setup[${index}]`, metadata: { step: index, run: step.run, exitCode: outcome.exitCode } },
+      );
+      await finishTask(records, taskId, {
+        status: "failed",
+        exitCode: outcome.exitCode,
+        diagnostic: failure,
+      });
+      await recordSurface(records, invocationId, paths.surfaceDir);
+      return { kind: "failed", diagnostic: failure };
+    }
+    await finishTask(records, taskId, { status: "completed", exitCode: 0 });
+  }
+  return undefined;
+}
+
+/** A task stopped by its signal: a cancellation through the API, or the worker shutting down (released for retry). */
+export async function stopped(run: RunState, taskId: string): Promise<RunEnd> {
+  if (run.input.isCancelled()) {
+    await finishTask(run.records, taskId, { status: "skipped", diagnostic: CANCELLED });
+    return { kind: "cancelled" };
+  }
+  await finishTask(run.records, taskId, { status: "skipped" });
+  return { kind: "released" };
+}
+
+/** The `result.schema` task: the agent's result against the pipeline's schema (skipped without one). */
+async function checkRunResult(run: RunState, result: unknown, ranOn: string): Promise<RunEnd | undefined> {
+  const { records, input } = run;
+  const { invocationId, paths, pipeline } = input;
+  const resultFile = join(paths.logsDir, "result.json");
+  await writeFile(resultFile, `${JSON.stringify(result, null, 2)}\n`);
+  const checkId = newId("task");
+  await startTask(records, {
+    ...{ id: checkId, invocationId, seq: run.seq++ },
+    kind: "result_check",
+    name: "result.schema",
+  });
+  const recorded = recordFileArtifact(records, {
+    ...{ invocationId, taskId: checkId, path: resultFile },
+    name: "result.json",
+  });
+  const invalid = pipeline.result ? checkResult(pipeline.result.schema, result) : null;
+  if (invalid) {
+    await Promise.all([recorded, finishTask(records, checkId, { status: "failed", diagnostic: invalid })]);
+    await recordSurface(records, invocationId, paths.surfaceDir);
+    return { kind: "failed", diagnostic: { ...invalid, target: ranOn } };
+  }
+  await Promise.all([
+    recorded,
+    finishTask(records, checkId, { status: pipeline.result ? "completed" : "skipped" }),
+  ]);
+  return undefined;
+}
