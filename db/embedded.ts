@@ -151,7 +151,8 @@ function run(
   });
 }
 
-async function canConnect(url: string): Promise<boolean> {
+/** Whether a Postgres answers at `url` (a connection and `SELECT 1` within 2 s). */
+export async function canConnect(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
   try {
     await client.connect();

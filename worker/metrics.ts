@@ -56,6 +56,12 @@ const deliveries = new Counter({
 
 const CODE = /^[a-z][a-z0-9_]{0,63}$/;
 
+/**
+ * True once this process serves /metrics. The duration histograms cost a query per run, so a worker
+ * without `worker.metrics_port` (the default) skips it; the counters cost nothing and always count.
+ */
+let serving = false;
+
 /** One output delivery ended; `handler` is a handler id of the contract, never a key or a URL. */
 export function countDelivery(handler: string, status: "sent" | "reused" | "failed"): void {
   deliveries.inc({ handler, status });
@@ -82,6 +88,7 @@ export function recordInvocationEnd(
     outcome,
     code: outcome === "completed" ? "none" : code && CODE.test(code) ? code : "other",
   });
+  if (!serving) return;
   pool
     .query<{ kind: string; status: string; target: string | null; seconds: number }>(
       `SELECT t.kind, t.status, i.target, extract(epoch FROM t.finished_at - t.started_at)::float8 AS seconds
@@ -211,6 +218,7 @@ export async function startWorkerMetricsServer(deps: {
     server.listen(deps.port ?? config.worker.metricsPort ?? 0, host, resolve);
   });
   const port = (server.address() as AddressInfo).port;
+  serving = true;
   logger.info("worker metrics listening", { event: "worker.metrics_listening", host, port });
   return {
     port,

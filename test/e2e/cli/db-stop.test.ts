@@ -1,28 +1,14 @@
 import { chmod, mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startEmbeddedPostgres } from "../../../db/embedded.ts";
+import { canConnect, startEmbeddedPostgres } from "../../../db/embedded.ts";
 import { svc } from "./support.ts";
 
 /** `svc db stop` against a real embedded Postgres, started the way `svc dev` starts it. */
 let work: string;
 let configDir: string;
 let url: string;
-
-async function answers(): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
-  try {
-    await client.connect();
-    await client.query("SELECT 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => {});
-  }
-}
 
 beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), "svc-db-stop-"));
@@ -39,12 +25,12 @@ afterAll(async () => {
 
 describe("svc db stop", () => {
   it("stops the embedded Postgres of the configuration directory, then says it is not running", async () => {
-    expect(await answers()).toBe(true);
+    expect(await canConnect(url)).toBe(true);
     const run = await svc(["db", "stop", "--dir", configDir], { HOME: work });
     expect(run.stderr).toBe("");
     expect(run.stdout.trim()).toBe(`stopped the embedded Postgres in ${join(configDir, "data", "postgres")}`);
     expect(run.code).toBe(0);
-    expect(await answers()).toBe(false);
+    expect(await canConnect(url)).toBe(false);
     await expect(stat(join(configDir, "data", "postgres", "postmaster.pid"))).rejects.toThrow();
     const again = await svc(["db", "stop", "--dir", configDir, "--json"], { HOME: work });
     expect(JSON.parse(again.stdout)).toEqual({
