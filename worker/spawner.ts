@@ -2,27 +2,16 @@ import { type ChildProcess, fork } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { typeStrippingExecArgv } from "../shared/type-stripping.ts";
+import type { ChildExit, ChildSpec } from "./child-process.ts";
 import type { ProcessOutcome, ProcessSpec } from "./process-tree.ts";
 
-/** What the spawner needs of a ProcessSpec: everything but the worker-side signal and timeout. */
-export type SpawnSpec = Pick<
-  ProcessSpec,
-  "argv" | "cwd" | "env" | "stdin" | "logFile" | "truncate" | "captureStdout"
->;
-
-export type SpawnRequest = { type: "spawn"; id: number; spec: SpawnSpec } | { type: "kill"; pgid: number };
+/** The spawner gets a ProcessSpec without the worker-side signal and timeout. */
+export type SpawnRequest = { type: "spawn"; id: number; spec: ChildSpec } | { type: "kill"; pgid: number };
 
 export type SpawnReply =
   | { type: "ready" }
   | { type: "started"; id: number; pid: number }
-  | {
-      type: "exit";
-      id: number;
-      exitCode: number | null;
-      signal: NodeJS.Signals | null;
-      stdout: string;
-      spawnError?: string;
-    };
+  | ({ type: "exit"; id: number } & ChildExit);
 
 const MAIN = join(dirname(fileURLToPath(import.meta.url)), "spawner-main.ts");
 
