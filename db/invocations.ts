@@ -29,6 +29,41 @@ export async function insertInvocation(
   );
 }
 
+export interface QueuedRun {
+  workloadId: string;
+  triggerId: string;
+  pipeline: string;
+  owner: string | null;
+  workspace: string;
+  invocationId: string;
+  target: string | null;
+}
+
+/** The queued runs of a whole dispatch batch: their workloads and invocations in one statement. */
+export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promise<void> {
+  if (runs.length === 0) return;
+  const column = <K extends keyof QueuedRun>(key: K) => runs.map((run) => run[key]);
+  await db.query(
+    `WITH w AS (
+       INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace)
+       SELECT id, trigger_id, pipeline, owner, 'open', workspace
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+           AS r(id, trigger_id, pipeline, owner, workspace))
+     INSERT INTO svc.invocations (id, workload_id, status, target)
+     SELECT id, workload_id, 'queued', target
+       FROM unnest($6::text[], $1::text[], $7::text[]) AS r(id, workload_id, target)`,
+    [
+      column("workloadId"),
+      column("triggerId"),
+      column("pipeline"),
+      column("owner"),
+      column("workspace"),
+      column("invocationId"),
+      column("target"),
+    ],
+  );
+}
+
 /**
  * Dispatch's in-process fast path: the invocation is created already held by the dispatching
  * worker (inside the dispatch transaction, so nobody else can see it queued), together with its

@@ -31,6 +31,18 @@ export async function lockTrigger(db: pg.ClientBase, id: string): Promise<Locked
   return rows[0];
 }
 
+/**
+ * Row-locks a batch of triggers for one dispatch transaction, in id order so that two workers
+ * locking overlapping batches wait for each other instead of deadlocking.
+ */
+export async function lockTriggers(db: pg.ClientBase, ids: string[]): Promise<Map<string, LockedTrigger>> {
+  const { rows } = await db.query<LockedTrigger>(
+    `SELECT ${LOCKED_COLUMNS} FROM svc.triggers t WHERE t.id = ANY($1::text[]) ORDER BY t.id FOR UPDATE OF t`,
+    [ids],
+  );
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
 /** Discarded triggers live in the shorter retention tier; they own no workloads, so they go alone. */
 export async function deleteDiscardedOlderThan(db: Queryable, days: number): Promise<number> {
   const { rowCount } = await db.query(

@@ -175,6 +175,23 @@ export async function setTriggerStatus(
   ]);
 }
 
+/** Several triggers' statuses in one statement (a dispatch batch settles the triggers that fire nothing). */
+export async function setTriggerStatuses(
+  db: Queryable,
+  rows: { id: string; status: TriggerStatus; diagnostic: Diagnostic | null }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await db.query(
+    `UPDATE svc.triggers t SET status = s.status, diagnostic = s.diagnostic, updated_at = now()
+       FROM unnest($1::text[], $2::text[], $3::jsonb[]) AS s(id, status, diagnostic) WHERE t.id = s.id`,
+    [
+      rows.map((row) => row.id),
+      rows.map((row) => row.status),
+      rows.map((row) => (row.diagnostic ? JSON.stringify(row.diagnostic) : null)),
+    ],
+  );
+}
+
 /** What `svc trigger stats --by` can group on, mapped to the grouped expression. */
 export const TRIGGER_STATS_DIMENSIONS = {
   code: "diagnostic->>'code'",

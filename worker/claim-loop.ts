@@ -4,7 +4,13 @@ import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
 import { claimInvocations, type InvocationRow } from "../db/invocations.ts";
 import { withTransaction } from "../db/transaction.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../shared/queues.ts";
-import { afterDispatch, type DispatchDeps, type DispatchOutcome, dispatchInTransaction } from "./dispatch.ts";
+import {
+  afterDispatch,
+  type DispatchClaims,
+  type DispatchDeps,
+  type DispatchOutcome,
+  dispatchTriggers,
+} from "./dispatch.ts";
 import type { KnownRun } from "./execute-invocation.ts";
 import { targetUsable } from "./lanes.ts";
 import { countClaimed } from "./metrics.ts";
@@ -24,7 +30,7 @@ export interface ClaimLoopDeps extends DispatchDeps {
 }
 
 /** Dispatch jobs fetched per round at least, free slots or not (see takeDispatchJobs). */
-const DISPATCH_BATCH = 32;
+const DISPATCH_BATCH = 128;
 
 /** The backstop poll: a lost NOTIFY, delayed jobs (`startAfter`) and retries are found by it. */
 const POLL_MS = 1_000;
@@ -204,19 +210,19 @@ export class ClaimLoop {
 
   /**
    * Fetches a batch of dispatch jobs and dispatches them in one transaction (one commit for the
-   * batch). The batch is at least DISPATCH_BATCH jobs whatever the free slots: a trigger that fires
-   * nothing needs no slot, and a run beyond the free slots goes to its lane, where any worker with
-   * room claims it. Only as many runs as there are leases are created claimed by this worker.
-   * A batch goes without savepoints first (two round trips fewer per trigger); if it throws, the
-   * rollback hands every job back untouched, and the next round, at once, dispatches those jobs
-   * under a savepoint each, so the one that fails is failed for a retry alone.
+   * batch; see dispatchTriggers). The batch is at least DISPATCH_BATCH jobs whatever the free slots:
+   * a trigger that fires nothing needs no slot, and a run beyond the free slots goes to its lane,
+   * where any worker with room claims it. Only as many runs as there are leases are created claimed
+   * by this worker. A batch goes without savepoints first; if it throws, the rollback hands every
+   * job back untouched, and the next round, at once, dispatches those jobs under a savepoint each,
+   * so the one that fails is failed for a retry alone.
    */
   async #takeDispatchJobs(leases: Lease[]): Promise<number> {
     const { boss, pool, logger } = this.#deps;
     let fetched = 0;
     let unguarded: string[] = [];
     let outcomes: { triggerId: string; outcome: DispatchOutcome }[];
-    const claims = { left: this.#closing ? 0 : leases.length };
+    const claims = { workerId: this.#deps.workerId, left: this.#closing ? 0 : leases.length };
     try {
       outcomes = await withTransaction(pool, async (client) => {
         const jobs = await boss.fetch<DispatchJob>(DISPATCH_QUEUE, {
@@ -224,12 +230,11 @@ export class ClaimLoop {
           db: transactionDb(client),
         });
         fetched = jobs.length;
+        if (jobs.length === 0) return [];
         if (jobs.some((job) => this.#suspects.has(job.id)))
           return this.#dispatchGuarded(client, jobs, claims);
         unguarded = jobs.map((job) => job.id);
-        const done: { triggerId: string; outcome: DispatchOutcome }[] = [];
-        for (const job of jobs) done.push(await this.#dispatchOne(client, job, claims));
-        return done;
+        return dispatchTriggers(this.#deps, client, jobs, claims);
       });
     } catch (error) {
       if (unguarded.length === 0) throw error;
@@ -257,39 +262,22 @@ export class ClaimLoop {
     return fetched >= Math.max(leases.length, DISPATCH_BATCH) ? Number.POSITIVE_INFINITY : 0;
   }
 
-  /** One trigger's dispatch; it may claim its run for this worker while claims are left. */
-  async #dispatchOne(
-    client: PoolClient,
-    job: { id: string; data: DispatchJob },
-    claims: { left: number },
-  ): Promise<{ triggerId: string; outcome: DispatchOutcome }> {
-    const { triggerId } = job.data;
-    const claimFor = claims.left > 0 ? this.#deps.workerId : undefined;
-    const outcome = await dispatchInTransaction(this.#deps, client, triggerId, { jobId: job.id, claimFor });
-    if (outcome.kind === "dispatched" && outcome.claimed) claims.left -= 1;
-    return { triggerId, outcome };
-  }
-
   /** Dispatches each job under its own savepoint; a failing one is failed (pg-boss retries it) alone. */
   async #dispatchGuarded(
     client: PoolClient,
     jobs: { id: string; data: DispatchJob }[],
-    claims: { left: number },
+    claims: DispatchClaims,
   ): Promise<{ triggerId: string; outcome: DispatchOutcome }[]> {
     const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
     for (const job of jobs) {
       this.#suspects.delete(job.id);
       await client.query("SAVEPOINT dispatch");
+      const claimsBefore = claims.left;
       try {
-        const claimsBefore = claims.left;
-        try {
-          outcomes.push(await this.#dispatchOne(client, job, claims));
-        } catch (error) {
-          claims.left = claimsBefore;
-          throw error;
-        }
+        outcomes.push(...(await dispatchTriggers(this.#deps, client, [job], claims)));
         await client.query("RELEASE SAVEPOINT dispatch");
       } catch (error) {
+        claims.left = claimsBefore;
         await client.query("ROLLBACK TO SAVEPOINT dispatch");
         this.#deps.logger.warn("dispatch failed; the job is retried", {
           event: "dispatch.failed",

@@ -3,18 +3,17 @@ import type { PgBoss } from "pg-boss";
 import { transactionDb, wakeWorkers } from "../db/boss.ts";
 import {
   type InvocationRow,
-  insertInvocation,
+  insertQueuedRuns,
   insertWorkloadWithClaimedInvocation,
+  type QueuedRun,
 } from "../db/invocations.ts";
-import { type LockedTrigger, lockTrigger } from "../db/trigger-status.ts";
-import { getTrigger, setTriggerStatus } from "../db/triggers.ts";
-import { insertWorkload } from "../db/workloads.ts";
+import { type LockedTrigger, lockTriggers } from "../db/trigger-status.ts";
+import { getTrigger, setTriggerStatuses, type TriggerStatus } from "../db/triggers.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
 import type { Logger } from "../shared/logger.ts";
-import type { InvocationJob } from "../shared/queues.ts";
-import { DISPATCH_QUEUE } from "../shared/queues.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type EventContext, eventContext } from "./event-context.ts";
@@ -130,17 +129,6 @@ function unknownReference(
   return null;
 }
 
-export interface DispatchOptions {
-  /** the pg-boss dispatch job being worked: completed inside the dispatch transaction */
-  jobId?: string;
-  /**
-   * The dispatching worker, when it has a free slot: the first invocation whose lane is usable is
-   * created already held by it (`running`, heartbeat now) and comes back to be run in-process, with
-   * no lane job and no second trip through the queue.
-   */
-  claimFor?: string;
-}
-
 /** An invocation dispatch created already claimed by this worker, with what its run needs. */
 export interface ClaimedRun {
   invocation: InvocationRow;
@@ -148,75 +136,137 @@ export interface ClaimedRun {
   event: ResolvedEvent;
 }
 
-export type DispatchOutcome = Awaited<ReturnType<typeof dispatchInTransaction>>;
+export type DispatchOutcome =
+  | { kind: "missing" }
+  | { kind: "already" }
+  | { kind: "discarded"; diagnostic: Diagnostic }
+  | { kind: "none"; diagnostic: Diagnostic }
+  | { kind: "dispatched"; created: CreatedInvocation[]; claimed: ClaimedRun | undefined };
 
 /**
- * Turns one trigger into its run: workloads and invocations, each invocation enqueued on its lane
- * (or the first one created claimed by this worker), all in the caller's transaction under the
- * trigger's row lock. A crash leaves either nothing or everything, and a retried dispatch job finds
- * the trigger no longer `queued` and does nothing. The dispatch job is completed in the same
- * transaction.
+ * How many runs a dispatch batch may still create held by `workerId` (its free slots): the first
+ * invocation of a trigger whose lane is usable is created `running` (heartbeat now) and comes back
+ * to be run in-process, with no lane job and no second trip through the queue.
  */
-export async function dispatchInTransaction(
+export interface DispatchClaims {
+  workerId: string;
+  left: number;
+}
+
+/**
+ * Turns a batch of dispatch jobs into runs in the caller's transaction: every trigger is row-locked
+ * first (one statement), each becomes workloads and invocations (createRun); the queued runs, their
+ * lane jobs and the triggers' new statuses are written at the end (writeBatch), and the jobs are
+ * completed in one call, so a batch costs a few statements whatever its size. A crash leaves either
+ * nothing or everything, and a retried job finds its trigger no longer `queued` and does nothing.
+ */
+export async function dispatchTriggers(
   deps: DispatchDeps,
   client: pg.ClientBase,
-  triggerId: string,
-  options: DispatchOptions = {},
-) {
-  const { config } = deps;
-  const done = async () => {
-    if (options.jobId)
-      await deps.boss.complete(DISPATCH_QUEUE, options.jobId, null, { db: transactionDb(client) });
-  };
-  const trigger = await lockTrigger(client, triggerId);
-  if (!trigger) {
-    await done();
-    return { kind: "missing" as const };
+  jobs: { id: string; data: DispatchJob }[],
+  claims: DispatchClaims,
+): Promise<{ triggerId: string; outcome: DispatchOutcome }[]> {
+  const locked = await lockTriggers(
+    client,
+    jobs.map((job) => job.data.triggerId),
+  );
+  const batch: BatchWrites = { queued: [], jobs: new Map(), statuses: [] };
+  const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
+  const seen = new Set<string>();
+  for (const job of jobs) {
+    const { triggerId } = job.data;
+    // a trigger named by two jobs of one batch is dispatched by the first
+    const outcome: DispatchOutcome = seen.has(triggerId)
+      ? { kind: "already" }
+      : await dispatchTrigger(deps, client, locked.get(triggerId), claims, batch);
+    seen.add(triggerId);
+    if (outcome.kind === "discarded" || outcome.kind === "none") {
+      const { code, message } = outcome.diagnostic;
+      const status = outcome.kind === "none" ? "completed" : "discarded";
+      batch.statuses.push({ id: triggerId, status, diagnostic: { code, message } });
+    }
+    outcomes.push({ triggerId, outcome });
   }
-  if (trigger.status !== "queued" || trigger.has_workloads) {
-    await done();
-    return { kind: "already" as const };
-  }
+  await writeBatch(deps, client, batch);
+  await deps.boss.complete(
+    DISPATCH_QUEUE,
+    jobs.map((job) => job.id),
+    null,
+    { db: transactionDb(client) },
+  );
+  return outcomes;
+}
+
+async function dispatchTrigger(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  trigger: LockedTrigger | undefined,
+  claims: DispatchClaims,
+  batch: BatchWrites,
+): Promise<DispatchOutcome> {
+  if (!trigger) return { kind: "missing" };
+  if (trigger.status !== "queued" || trigger.has_workloads) return { kind: "already" };
   const event = await resolveEvent(client, trigger);
-  let pipelines = matchPipelines(config, {
+  const pipelines = pipelinesFor(deps.config, event);
+  const unknown = unknownReference(deps.config, pipelines, event.context);
+  if (unknown) return { kind: "discarded", diagnostic: unknown };
+  if (pipelines.length === 0) return { kind: "none", diagnostic: noMatch(event) };
+  const claimFor = claims.left > 0 ? claims.workerId : undefined;
+  const run = await createRun(deps, client, { trigger, event, pipelines, claimFor }, batch);
+  if (run.claimed) claims.left -= 1;
+  return { kind: "dispatched", ...run };
+}
+
+/** The pipelines an event fires; an agent-session event addresses one agent, so only its pipelines answer. */
+function pipelinesFor(config: Readonly<ConfigSnapshot>, event: ResolvedEvent): Pipeline[] {
+  const pipelines = matchPipelines(config, {
     kind: event.kind,
     source: event.source,
     eventName: event.eventName,
     repo: event.context.repo,
   });
-  // an agent-session event addresses one agent: only that agent's pipelines answer it
-  if (event.kind === "tracker" && event.context.agent) {
-    pipelines = pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
-  }
-  const unknown = unknownReference(config, pipelines, event.context);
-  if (unknown) {
-    await setTriggerStatus(client, triggerId, "discarded", { code: unknown.code, message: unknown.message });
-    await done();
-    return { kind: "discarded" as const, diagnostic: unknown };
-  }
-  if (pipelines.length === 0) {
-    const none = diagnostic(
-      "no_matching_pipeline",
-      `no pipeline is fired by ${event.kind} ${event.kind === "webhook" ? `route ${event.source}` : `event ${event.eventName}`}`,
+  if (event.kind === "tracker" && event.context.agent)
+    return pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
+  return pipelines;
+}
+
+function noMatch(event: ResolvedEvent): Diagnostic {
+  const what = event.kind === "webhook" ? `route ${event.source}` : `event ${event.eventName}`;
+  return diagnostic("no_matching_pipeline", `no pipeline is fired by ${event.kind} ${what}`);
+}
+
+/**
+ * What a dispatch batch writes at its end in a few statements whatever its size: the queued runs
+ * (workloads, invocations, lane jobs) and the new statuses of its triggers.
+ */
+interface BatchWrites {
+  queued: QueuedRun[];
+  jobs: Map<string, InvocationJob[]>;
+  statuses: { id: string; status: TriggerStatus; diagnostic: Diagnostic | null }[];
+}
+
+async function writeBatch(deps: DispatchDeps, client: pg.ClientBase, batch: BatchWrites): Promise<void> {
+  await insertQueuedRuns(client, batch.queued);
+  for (const [queue, jobs] of batch.jobs)
+    await deps.boss.insert(
+      queue,
+      jobs.map((data) => ({ data })),
+      { db: transactionDb(client) },
     );
-    await setTriggerStatus(client, triggerId, "completed", none);
-    await done();
-    return { kind: "none" as const };
-  }
-  const run = await createRun(deps, client, { trigger, event, pipelines, claimFor: options.claimFor });
-  await done();
-  return { kind: "dispatched" as const, ...run };
+  await setTriggerStatuses(client, batch.statuses);
 }
 
 /**
  * The one place that creates a run: a workload and an invocation per pipeline. The first invocation
- * whose lane can run now is created held by `claimFor` (it runs in-process, without a job); every
- * other one gets a job on its lane. The trigger moves to `running`.
+ * whose lane can run now is created held by `claimFor` (it runs in-process, without a job, and its
+ * insert moves the trigger to `running`); every other one is queued with a job on its lane, written
+ * with the rest of the batch.
  */
 async function createRun(
   deps: DispatchDeps,
   client: pg.ClientBase,
   run: { trigger: LockedTrigger; event: ResolvedEvent; pipelines: Pipeline[]; claimFor: string | undefined },
+  batch: BatchWrites,
 ): Promise<{ created: CreatedInvocation[]; claimed: ClaimedRun | undefined }> {
   const { config } = deps;
   const { trigger, event } = run;
@@ -226,7 +276,7 @@ async function createRun(
     const workloadId = newId("workload");
     const invocationId = newId("invocation");
     const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
-    const rows = {
+    const rows: QueuedRun = {
       workloadId,
       triggerId: trigger.id,
       pipeline: pipeline.name,
@@ -249,14 +299,13 @@ async function createRun(
       created.push({ ...entry, lane: "in-process" });
       continue;
     }
-    await insertWorkload(client, { ...rows, id: workloadId });
-    await insertInvocation(client, { id: invocationId, workloadId, target: lane.target });
-    const job: InvocationJob = { invocationId };
-    await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
+    batch.queued.push(rows);
+    const jobs = batch.jobs.get(lane.queue) ?? [];
+    jobs.push({ invocationId });
+    batch.jobs.set(lane.queue, jobs);
     created.push({ ...entry, lane: lane.queue });
   }
-  // a claimed run's insert already moved the trigger to `running`
-  if (!claimed) await setTriggerStatus(client, trigger.id, "running");
+  if (!claimed) batch.statuses.push({ id: trigger.id, status: "running", diagnostic: null });
   return { created, claimed };
 }
 
