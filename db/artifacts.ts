@@ -12,28 +12,37 @@ export interface ArtifactRow {
   created_at: Date;
 }
 
-/** A retried attempt writes the same artifact names again; the newest file wins. */
-export async function upsertArtifact(
-  db: Queryable,
-  row: {
-    id: string;
-    invocationId: string;
-    taskId: string | null;
-    name: string;
-    mediaType: string;
-    size: number;
-    path: string | null;
-    rendered: string | null;
-  },
-): Promise<void> {
-  await db.query(
-    `INSERT INTO svc.artifacts (id, invocation_id, task_id, name, media_type, size, path, rendered)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+export interface NewArtifact {
+  id: string;
+  invocationId: string;
+  taskId: string | null;
+  name: string;
+  mediaType: string;
+  size: number;
+  path: string | null;
+  rendered: string | null;
+}
+
+/**
+ * The artifact insert with its parameters numbered from `$first`, so a task's end can carry it in
+ * the same statement (db/tasks.ts). A retried attempt writes the same artifact names again; the
+ * newest file wins.
+ */
+export function artifactUpsert(row: NewArtifact, first: number): { text: string; values: unknown[] } {
+  const n = (offset: number) => `$${first + offset}`;
+  return {
+    text: `INSERT INTO svc.artifacts (id, invocation_id, task_id, name, media_type, size, path, rendered)
+     VALUES (${[0, 1, 2, 3, 4, 5, 6, 7].map(n).join(", ")})
      ON CONFLICT (invocation_id, name) DO UPDATE
        SET task_id = EXCLUDED.task_id, media_type = EXCLUDED.media_type, size = EXCLUDED.size,
            path = EXCLUDED.path, rendered = EXCLUDED.rendered, created_at = now()`,
-    [row.id, row.invocationId, row.taskId, row.name, row.mediaType, row.size, row.path, row.rendered],
-  );
+    values: [row.id, row.invocationId, row.taskId, row.name, row.mediaType, row.size, row.path, row.rendered],
+  };
+}
+
+export async function upsertArtifact(db: Queryable, row: NewArtifact): Promise<void> {
+  const { text, values } = artifactUpsert(row, 1);
+  await db.query(text, values);
 }
 
 /** Transcripts past retention lose their stored text too; the row stays so the lineage remains readable. */

@@ -19,16 +19,6 @@ export interface InvocationRow {
   updated_at: Date;
 }
 
-export async function insertInvocation(
-  db: Queryable,
-  row: { id: string; workloadId: string; target: string | null },
-): Promise<void> {
-  await db.query(
-    "INSERT INTO svc.invocations (id, workload_id, status, target) VALUES ($1, $2, 'queued', $3)",
-    [row.id, row.workloadId, row.target],
-  );
-}
-
 export interface QueuedRun {
   workloadId: string;
   triggerId: string;
@@ -106,15 +96,6 @@ export async function insertWorkloadWithClaimedInvocation(
     ],
   );
   return rows[0]!;
-}
-
-export async function listInvocationsForTrigger(db: Queryable, triggerId: string): Promise<InvocationRow[]> {
-  const { rows } = await db.query<InvocationRow>(
-    `SELECT i.* FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
-     WHERE w.trigger_id = $1 ORDER BY i.created_at, i.id`,
-    [triggerId],
-  );
-  return rows;
 }
 
 /**

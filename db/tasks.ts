@@ -1,4 +1,5 @@
 import type { Diagnostic } from "../shared/diagnostics.ts";
+import { artifactUpsert, type NewArtifact } from "./artifacts.ts";
 import type { Queryable } from "./queryable.ts";
 
 export type TaskKind = "setup" | "agent" | "result_check" | "output";
@@ -27,23 +28,55 @@ export async function startTask(
   );
 }
 
+export interface TaskEnd {
+  status: Exclude<TaskStatus, "running">;
+  exitCode?: number | null;
+  diagnostic?: Diagnostic | null;
+}
+
+/** Ends a task, and records its artifact (log, transcript, result) in the same statement. */
 export async function finishTask(
   db: Queryable,
   id: string,
-  outcome: {
-    status: Exclude<TaskStatus, "running">;
-    exitCode?: number | null;
-    diagnostic?: Diagnostic | null;
-  },
+  end: TaskEnd,
+  artifact?: NewArtifact,
 ): Promise<void> {
+  const values = [
+    id,
+    end.status,
+    end.exitCode ?? null,
+    end.diagnostic ? JSON.stringify(end.diagnostic) : null,
+  ];
+  const update =
+    "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, finished_at = now() WHERE id = $1";
+  if (!artifact) {
+    await db.query(update, values);
+    return;
+  }
+  const insert = artifactUpsert(artifact, values.length + 1);
+  await db.query(`WITH artifact AS (${insert.text}) ${update}`, [...values, ...insert.values]);
+}
+
+/**
+ * A task that started and ended at once (the result check), with its artifact: one statement.
+ * The artifact's task reference is checked at the end of the statement, after the task exists.
+ */
+export async function recordTask(
+  db: Queryable,
+  row: { id: string; invocationId: string; kind: TaskKind; name: string; seq: number },
+  end: TaskEnd,
+  artifact?: NewArtifact,
+): Promise<void> {
+  const values: unknown[] = [
+    ...[row.id, row.invocationId, row.kind, row.name, row.seq],
+    ...[end.status, end.exitCode ?? null, end.diagnostic ? JSON.stringify(end.diagnostic) : null],
+  ];
+  const insert = artifact ? artifactUpsert(artifact, values.length + 1) : undefined;
   await db.query(
-    "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, finished_at = now() WHERE id = $1",
-    [
-      id,
-      outcome.status,
-      outcome.exitCode ?? null,
-      outcome.diagnostic ? JSON.stringify(outcome.diagnostic) : null,
-    ],
+    `${insert ? `WITH artifact AS (${insert.text})` : ""}
+     INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status, exit_code, diagnostic, finished_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())`,
+    [...values, ...(insert?.values ?? [])],
   );
 }
 

@@ -1,9 +1,11 @@
 import type pg from "pg";
 import type { Queryable } from "./queryable.ts";
+import { withTransaction } from "./transaction.ts";
 
 /**
- * The worker's extra reads and deletes of `svc.triggers` (db/triggers.ts holds the rest): the row
- * lock that makes dispatch idempotent, and the short retention tier of discarded triggers.
+ * The worker's extra reads and writes of `svc.triggers` (db/triggers.ts holds the rest): the row
+ * locks that make dispatch idempotent, the settlement of a trigger from its invocations, and the
+ * short retention tier of discarded triggers.
  */
 
 export interface LockedTrigger {
@@ -22,15 +24,6 @@ export interface LockedTrigger {
 const LOCKED_COLUMNS = `t.id, t.kind, t.source, t.event_name, t.status, t.payload, t.owner, t.replay_of,
        EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
 
-/** Row-locks the trigger so a retried dispatch job waits for, then sees, the first one's work. */
-export async function lockTrigger(db: pg.ClientBase, id: string): Promise<LockedTrigger | undefined> {
-  const { rows } = await db.query<LockedTrigger>(
-    `SELECT ${LOCKED_COLUMNS} FROM svc.triggers t WHERE t.id = $1 FOR UPDATE OF t`,
-    [id],
-  );
-  return rows[0];
-}
-
 /**
  * Row-locks a batch of triggers for one dispatch transaction, in id order so that two workers
  * locking overlapping batches wait for each other instead of deadlocking.
@@ -41,6 +34,53 @@ export async function lockTriggers(db: pg.ClientBase, ids: string[]): Promise<Ma
     [ids],
   );
   return new Map(rows.map((row) => [row.id, row]));
+}
+
+/**
+ * A trigger's status follows its invocations: `running` while any is queued or running, then
+ * `error` when any failed (carrying the first failure's `{ code, message }`), else `completed`.
+ * Workloads follow their own invocations the same way. settleTrigger sets both in a transaction
+ * of its own; settleTriggerIn in the caller's (the one that finished the invocation).
+ */
+export async function settleTrigger(pool: pg.Pool, triggerId: string): Promise<void> {
+  await withTransaction(pool, (client) => settleTriggerIn(client, triggerId));
+}
+
+/**
+ * settleTrigger inside the caller's transaction. The row lock comes first, in its own
+ * statement: the settling statement's snapshot then includes every invocation whose transaction
+ * finished before the lock was granted, so two last invocations finishing at once settle it once.
+ */
+export async function settleTriggerIn(db: pg.ClientBase, triggerId: string): Promise<void> {
+  await db.query("SELECT 1 FROM svc.triggers WHERE id = $1 FOR UPDATE", [triggerId]);
+  await db.query(
+    `WITH inv AS (
+       SELECT i.id, i.workload_id, i.status, i.diagnostic, i.created_at
+         FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
+        WHERE w.trigger_id = $1),
+     per_workload AS (
+       SELECT workload_id,
+              CASE WHEN bool_or(status IN ('queued', 'running')) THEN 'running'
+                   WHEN bool_or(status = 'failed') THEN 'error' ELSE 'completed' END AS status
+         FROM inv GROUP BY workload_id),
+     workloads AS (
+       UPDATE svc.workloads w SET status = p.status, updated_at = now()
+         FROM per_workload p WHERE w.id = p.workload_id),
+     summary AS (
+       SELECT count(*) AS n, bool_or(status IN ('queued', 'running')) AS open,
+              bool_or(status = 'failed') AS failed,
+              (SELECT jsonb_strip_nulls(jsonb_build_object('code', f.diagnostic->'code', 'message', f.diagnostic->'message'))
+                 FROM inv f WHERE f.status = 'failed' AND f.diagnostic IS NOT NULL
+                ORDER BY f.created_at, f.id LIMIT 1) AS first_failure
+         FROM inv)
+     UPDATE svc.triggers t
+        SET status = CASE WHEN s.open THEN 'running' WHEN s.failed THEN 'error' ELSE 'completed' END,
+            diagnostic = CASE WHEN s.open THEN NULL ELSE s.first_failure END,
+            updated_at = now()
+       FROM summary s
+      WHERE t.id = $1 AND t.status <> 'discarded' AND s.n > 0 AND NOT (s.open AND t.status = 'running')`,
+    [triggerId],
+  );
 }
 
 /** Discarded triggers live in the shorter retention tier; they own no workloads, so they go alone. */

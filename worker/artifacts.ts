@@ -1,7 +1,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { extname, join, relative } from "node:path";
 import type pg from "pg";
-import { upsertArtifact } from "../db/artifacts.ts";
+import { type NewArtifact, upsertArtifact } from "../db/artifacts.ts";
 import { newId } from "../shared/ids.ts";
 
 /** Stored rendered text is capped: the file at `path` stays the source of truth. */
@@ -30,18 +30,29 @@ function render(content: Buffer, type: string): string {
   return content.length > RENDER_LIMIT ? `${text}\n… (truncated, ${content.length} bytes in total)` : text;
 }
 
-export async function recordFileArtifact(
-  db: pg.Pool,
-  entry: { invocationId: string; taskId: string | null; name: string; path: string; mediaType?: string },
-): Promise<void> {
+interface ArtifactEntry {
+  invocationId: string;
+  taskId: string | null;
+  name: string;
+  path: string;
+  mediaType?: string;
+}
+
+/** A file as an artifact row: its size, its media type and its rendered text; undefined when nothing was written. */
+export async function fileArtifact(entry: ArtifactEntry): Promise<NewArtifact | undefined> {
   let content: Buffer;
   try {
     content = await readFile(entry.path);
   } catch {
-    return; // nothing was written: nothing to record
+    return undefined; // nothing was written: nothing to record
   }
+  return artifactOf(entry, content);
+}
+
+/** The artifact row of a file whose content is already in hand (it was just written). */
+export function artifactOf(entry: ArtifactEntry, content: Buffer): NewArtifact {
   const type = entry.mediaType ?? mediaType(entry.path);
-  await upsertArtifact(db, {
+  return {
     id: newId("artifact"),
     invocationId: entry.invocationId,
     taskId: entry.taskId,
@@ -50,7 +61,12 @@ export async function recordFileArtifact(
     size: content.length,
     path: entry.path,
     rendered: render(content, type),
-  });
+  };
+}
+
+export async function recordFileArtifact(db: pg.Pool, entry: ArtifactEntry): Promise<void> {
+  const artifact = await fileArtifact(entry);
+  if (artifact) await upsertArtifact(db, artifact);
 }
 
 async function listFiles(dir: string): Promise<string[]> {

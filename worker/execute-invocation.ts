@@ -11,6 +11,7 @@ import {
 } from "../db/invocations.ts";
 import { closeOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
+import { settleTrigger, settleTriggerIn } from "../db/trigger-status.ts";
 import { getWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import { diagnostic } from "../shared/diagnostics.ts";
@@ -25,7 +26,6 @@ import { laneFor } from "./lanes.ts";
 import { recordInvocationEnd } from "./metrics.ts";
 import type { ProcessSpec } from "./process-tree.ts";
 import { CANCELLED, type RunEnd, runInvocation } from "./run-invocation.ts";
-import { settleTrigger, settleTriggerIn } from "./trigger-outcome.ts";
 import { removeCheckout, type Workspace, workspacePaths } from "./workspace.ts";
 
 export interface ExecuteDeps {

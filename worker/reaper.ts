@@ -6,6 +6,7 @@ import { failLostInvocation, lockStaleInvocations, requeueInvocation } from "../
 import { reconcileQueue } from "../db/reconcile-queue.ts";
 import { failOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
+import { settleTrigger } from "../db/trigger-status.ts";
 import { getWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { diagnostic } from "../shared/diagnostics.ts";
@@ -14,7 +15,6 @@ import type { InvocationJob } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { laneFor } from "./lanes.ts";
-import { settleTrigger } from "./trigger-outcome.ts";
 
 export interface ReaperDeps {
   pool: pg.Pool;

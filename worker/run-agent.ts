@@ -5,7 +5,7 @@ import { finishTask, startTask } from "../db/tasks.ts";
 import type { Target } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
-import { recordFileArtifact, recordSurface } from "./artifacts.ts";
+import { fileArtifact, recordSurface } from "./artifacts.ts";
 import { runIdentity } from "./dispatch.ts";
 import { targetUsable } from "./lanes.ts";
 import { assemblePrompt, type Prompt, promptText } from "./prompt.ts";
@@ -79,25 +79,22 @@ async function runAgentOn(
   });
   if (target.name !== input.target) await setInvocationTarget(records, invocationId, target.name);
   const outcome = await runRuntime(run, target, prompt, transcript);
-  const recorded = recordFileArtifact(records, {
+  const log = await fileArtifact({
     ...{ invocationId, taskId, path: transcript },
     name: "transcript",
     mediaType: "text/plain",
   });
-  recorded.catch(() => {}); // awaited below on every path; this only keeps an early rejection from being unhandled
   if (outcome.kind === "result") {
-    // independent rows: written side by side
-    await Promise.all([recorded, finishTask(records, taskId, { status: "completed", exitCode: 0 })]);
+    await finishTask(records, taskId, { status: "completed", exitCode: 0 }, log);
     return { kind: "result", result: outcome.result, target: target.name };
   }
-  await recorded;
-  if (outcome.kind === "aborted") return { kind: "ended", end: await stopped(run, taskId) };
+  if (outcome.kind === "aborted") return { kind: "ended", end: await stopped(run, taskId, log) };
   if (outcome.kind === "failed") {
-    await finishTask(records, taskId, { status: "failed", diagnostic: outcome.diagnostic });
+    await finishTask(records, taskId, { status: "failed", diagnostic: outcome.diagnostic }, log);
     await recordSurface(records, invocationId, input.paths.surfaceDir);
     return { kind: "ended", end: { kind: "failed", diagnostic: outcome.diagnostic } };
   }
-  await finishTask(records, taskId, { status: "skipped", diagnostic: outcome.diagnostic ?? null });
+  await finishTask(records, taskId, { status: "skipped", diagnostic: outcome.diagnostic ?? null }, log);
   return { kind: "unavailable", ...(outcome.diagnostic ? { diagnostic: outcome.diagnostic } : {}) };
 }
 

@@ -1,12 +1,13 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
-import { finishTask, startTask } from "../db/tasks.ts";
+import type { NewArtifact } from "../db/artifacts.ts";
+import { finishTask, recordTask, startTask } from "../db/tasks.ts";
 import { getTrigger } from "../db/triggers.ts";
 import type { Pipeline } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
-import { recordFileArtifact, recordSurface } from "./artifacts.ts";
+import { artifactOf, fileArtifact, recordSurface } from "./artifacts.ts";
 import { type ResolvedEvent, resolveEvent } from "./dispatch.ts";
 import type { ExecuteDeps } from "./execute-invocation.ts";
 import { prepareRunKnowledge, type RunKnowledge } from "./knowledge-run.ts";
@@ -173,38 +174,35 @@ async function runSetupSteps(run: RunState): Promise<RunEnd | undefined> {
     started.catch(() => {}); // awaited below; this only keeps an early rejection from being unhandled
     const outcome = await running;
     await started;
-    await recordFileArtifact(records, {
+    const log = await fileArtifact({
       ...{ invocationId, taskId, path: logFile },
       name: `setup-${index}.log`,
       mediaType: "text/plain",
     });
-    if (outcome.aborted) return stopped(run, taskId);
+    if (outcome.aborted) return stopped(run, taskId, log);
     if (outcome.exitCode !== 0) {
       const failure = diagnostic(
         "setup_failed",
         `setup step ${index} (${stepLabel(step.run)}) exited with ${outcome.exitCode ?? outcome.signal ?? outcome.spawnError}`,
         { field: `setup[${index}]`, metadata: { step: index, run: step.run, exitCode: outcome.exitCode } },
       );
-      await finishTask(records, taskId, {
-        status: "failed",
-        exitCode: outcome.exitCode,
-        diagnostic: failure,
-      });
+      const end = { status: "failed", exitCode: outcome.exitCode, diagnostic: failure } as const;
+      await finishTask(records, taskId, end, log);
       await recordSurface(records, invocationId, paths.surfaceDir);
       return { kind: "failed", diagnostic: failure };
     }
-    await finishTask(records, taskId, { status: "completed", exitCode: 0 });
+    await finishTask(records, taskId, { status: "completed", exitCode: 0 }, log);
   }
   return undefined;
 }
 
 /** A task stopped by its signal: a cancellation through the API, or the worker shutting down (released for retry). */
-export async function stopped(run: RunState, taskId: string): Promise<RunEnd> {
+export async function stopped(run: RunState, taskId: string, artifact?: NewArtifact): Promise<RunEnd> {
   if (run.input.isCancelled()) {
-    await finishTask(run.records, taskId, { status: "skipped", diagnostic: CANCELLED });
+    await finishTask(run.records, taskId, { status: "skipped", diagnostic: CANCELLED }, artifact);
     return { kind: "cancelled" };
   }
-  await finishTask(run.records, taskId, { status: "skipped" });
+  await finishTask(run.records, taskId, { status: "skipped" }, artifact);
   return { kind: "released" };
 }
 
@@ -213,26 +211,26 @@ async function checkRunResult(run: RunState, result: unknown, ranOn: string): Pr
   const { records, input } = run;
   const { invocationId, paths, pipeline } = input;
   const resultFile = join(paths.logsDir, "result.json");
-  await writeFile(resultFile, `${JSON.stringify(result, null, 2)}\n`);
+  const text = `${JSON.stringify(result, null, 2)}\n`;
+  await writeFile(resultFile, text);
   const checkId = newId("task");
-  await startTask(records, {
-    ...{ id: checkId, invocationId, seq: run.seq++ },
+  const artifact = artifactOf(
+    { invocationId, taskId: checkId, path: resultFile, name: "result.json" },
+    Buffer.from(text),
+  );
+  const invalid = pipeline.result ? checkResult(pipeline.result.schema, result) : null;
+  const task = {
+    id: checkId,
+    invocationId,
+    seq: run.seq++,
     kind: "result_check",
     name: "result.schema",
-  });
-  const recorded = recordFileArtifact(records, {
-    ...{ invocationId, taskId: checkId, path: resultFile },
-    name: "result.json",
-  });
-  const invalid = pipeline.result ? checkResult(pipeline.result.schema, result) : null;
+  } as const;
   if (invalid) {
-    await Promise.all([recorded, finishTask(records, checkId, { status: "failed", diagnostic: invalid })]);
+    await recordTask(records, task, { status: "failed", diagnostic: invalid }, artifact);
     await recordSurface(records, invocationId, paths.surfaceDir);
     return { kind: "failed", diagnostic: { ...invalid, target: ranOn } };
   }
-  await Promise.all([
-    recorded,
-    finishTask(records, checkId, { status: pipeline.result ? "completed" : "skipped" }),
-  ]);
+  await recordTask(records, task, { status: pipeline.result ? "completed" : "skipped" }, artifact);
   return undefined;
 }

@@ -6,10 +6,9 @@ import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensureQueue, startBoss } from "../../../db/boss.ts";
 import { createPool } from "../../../db/connect.ts";
-import { insertInvocation } from "../../../db/invocations.ts";
+import { insertQueuedRuns } from "../../../db/invocations.ts";
 import { migrate } from "../../../db/migrate.ts";
 import { insertNote } from "../../../db/notes.ts";
-import { insertWorkload } from "../../../db/workloads.ts";
 import { newId } from "../../../shared/ids.ts";
 import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
 import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
@@ -46,14 +45,17 @@ describe("reaper and retention sweeper", () => {
     await pool.query("UPDATE svc.triggers SET status = 'running' WHERE id = $1", [trigger]);
     const workload = newId("workload");
     const invocation = newId("invocation");
-    await insertWorkload(pool, {
-      id: workload,
-      triggerId: trigger,
-      pipeline: "p",
-      owner: null,
-      workspace: dir,
-    });
-    await insertInvocation(pool, { id: invocation, workloadId: workload, target: null });
+    await insertQueuedRuns(pool, [
+      {
+        workloadId: workload,
+        triggerId: trigger,
+        pipeline: "p",
+        owner: null,
+        workspace: dir,
+        invocationId: invocation,
+        target: null,
+      },
+    ]);
     await pool.query(
       "UPDATE svc.invocations SET status = 'running', worker_id = 'gone', attempts = $2, heartbeat_at = now() - interval '1 hour' WHERE id = $1",
       [invocation, attempts],
