@@ -120,10 +120,16 @@ function startChild(
 ) {
   const child = spawn(NODE, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
   const port = new Promise<number>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on("line", (text) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on("line", (text) => {
       try {
         const found = portOf(JSON.parse(text) as Record<string, unknown>);
-        if (found) resolve(found);
+        if (!found) return;
+        resolve(found);
+        // from here on the output is drained unread: parsing svc's line per request would spend this
+        // process's CPU (the load generator's) on svc's side of the comparison only
+        lines.close();
+        child.stdout!.resume();
       } catch {
         // not JSON: ignore
       }
