@@ -35,6 +35,8 @@ interface RoundResult {
   accepted: number;
   /** CPU the server process spent on the round (user + system) */
   cpuMs: number;
+  /** CPU the database's backends for the bench database spent on the round (0 when Postgres is not local) */
+  dbCpuMs: number;
   /** the load generator's CPU over the round, in cores (1 = one core busy all the time) */
   clientCpuShare: number;
   p50: number;
@@ -62,26 +64,49 @@ const BODY = JSON.stringify({
  * own CPU over the round is measured too: near one full core, the client (not the server) would be
  * the limit and the ratio would mean nothing.
  */
-async function load(port: number, count: number, pid?: number): Promise<RoundResult> {
+async function load(
+  port: number,
+  count: number,
+  pid?: number,
+  backends: () => Promise<number[]> = async () => [],
+): Promise<RoundResult> {
+  const dbBefore = new Map((await backends()).map((backend) => [backend, cpuMsOf(backend)]));
   const cpuBefore = cpuMsOf(pid);
   const clientBefore = process.cpuUsage();
-  const result = await autocannon({
-    url: `http://127.0.0.1:${port}/webhooks/bench`,
-    method: "POST",
-    connections: CONCURRENCY,
-    amount: count,
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: BODY,
-    expectBody: undefined,
+  const started = performance.now();
+  let lastResponse = started;
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const run = autocannon(
+      {
+        url: `http://127.0.0.1:${port}/webhooks/bench`,
+        method: "POST",
+        connections: CONCURRENCY,
+        amount: count,
+        headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+        body: BODY,
+        expectBody: undefined,
+      },
+      (error, finished) => (error ? reject(error) : resolve(finished)),
+    );
+    run.on("response", () => {
+      lastResponse = performance.now();
+    });
   });
   const client = process.cpuUsage(clientBefore);
-  const seconds = result.duration;
+  const cpuMs = cpuMsOf(pid) - cpuBefore;
+  // a backend that started during the round counts from zero; one that ended is lost (rare: the pools keep theirs)
+  let dbCpuMs = 0;
+  for (const backend of await backends()) dbCpuMs += cpuMsOf(backend) - (dbBefore.get(backend) ?? 0);
+  // not result.duration: with `amount`, autocannon notices the end only at its next 1 s sample tick,
+  // so its duration is rounded up to whole seconds (±30% on a 3 s round)
+  const seconds = (lastResponse - started) / 1000;
   const accepted = result["2xx"];
   return {
     seconds,
     accepted,
     failures: result.non2xx + result.errors + result.timeouts,
-    cpuMs: cpuMsOf(pid) - cpuBefore,
+    cpuMs,
+    dbCpuMs,
     clientCpuShare: (client.user + client.system) / 1e6 / seconds,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -95,10 +120,16 @@ function startChild(
 ) {
   const child = spawn(NODE, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
   const port = new Promise<number>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on("line", (text) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on("line", (text) => {
       try {
         const found = portOf(JSON.parse(text) as Record<string, unknown>);
-        if (found) resolve(found);
+        if (!found) return;
+        resolve(found);
+        // from here on the output is drained unread: parsing svc's line per request would spend this
+        // process's CPU (the load generator's) on svc's side of the comparison only
+        lines.close();
+        child.stdout!.resume();
       } catch {
         // not JSON: ignore
       }
@@ -171,6 +202,12 @@ async function main() {
     children.push(svc.child, bare.child);
     const targets = { bare: await bare.port, svc: await svc.port };
     const pids = { bare: bare.child.pid, svc: svc.child.pid };
+    // Postgres's processes serving the bench database: their CPU shares the machine's cores with the
+    // server's, so a heavier statement costs throughput even when the server's own CPU looks the same
+    const backends = async () =>
+      (
+        await admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1", [name])
+      ).rows.map((row) => row.pid);
 
     for (const port of Object.values(targets)) {
       const warm = await load(port, WARMUP);
@@ -179,7 +216,7 @@ async function main() {
     const results: Record<keyof typeof targets, RoundResult[]> = { bare: [], svc: [] };
     for (let round = 0; round < ROUNDS; round++) {
       for (const which of ["bare", "svc"] as const)
-        results[which].push(await load(targets[which], PER_ROUND, pids[which]));
+        results[which].push(await load(targets[which], PER_ROUND, pids[which], backends));
     }
 
     const summary = (rounds: RoundResult[]) => {
@@ -194,12 +231,13 @@ async function main() {
         clientCpu: Math.max(...rounds.map((r) => r.clientCpuShare)),
         failures: rounds.reduce((sum, r) => sum + r.failures, 0),
         cpuPerRequest: rounds.reduce((sum, r) => sum + r.cpuMs, 0) / Math.max(1, accepted),
+        dbCpuPerRequest: rounds.reduce((sum, r) => sum + r.dbCpuMs, 0) / Math.max(1, accepted),
       };
     };
     const s = summary(results.svc);
     const b = summary(results.bare);
     const row = (label: string, x: ReturnType<typeof summary>) =>
-      `${label.padEnd(34)} ${x.perSecond.toFixed(0).padStart(7)} /s   p50 ${x.p50.toFixed(2).padStart(6)} ms   p99 ${x.p99.toFixed(2).padStart(6)} ms   server CPU ${(x.cpuPerRequest * 1000).toFixed(0).padStart(4)} us/req   client CPU ${(x.clientCpu * 100).toFixed(0)}% of a core   failed ${x.failures}`;
+      `${label.padEnd(34)} ${x.perSecond.toFixed(0).padStart(7)} /s   p50 ${x.p50.toFixed(2).padStart(6)} ms   p99 ${x.p99.toFixed(2).padStart(6)} ms   server CPU ${(x.cpuPerRequest * 1000).toFixed(0).padStart(4)} us/req   database CPU ${(x.dbCpuPerRequest * 1000).toFixed(0).padStart(4)} us/req   client CPU ${(x.clientCpu * 100).toFixed(0)}% of a core   failed ${x.failures}`;
     console.log(
       `accepted webhooks, concurrency ${CONCURRENCY}, ${ROUNDS} alternating rounds of ${PER_ROUND} each, pool ${DEFAULT_POOL_SIZE}`,
     );

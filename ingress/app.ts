@@ -39,6 +39,18 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
   app.use(requestLog(deps.logger));
   const metrics = deps.metrics ?? createIngressMetrics();
   app.use(metrics.observe);
+  // ahead of the other routes because it carries nearly all the traffic: none of them matches
+  // POST /webhooks/* or POST /events, yet each would be tried, and missed, on every delivery
+  app.use(
+    createWebhookRouter({
+      sources: buildSourceTable(deps.config.webhooks.sources, deps.resolveSecret),
+      pool: deps.pool,
+      boss: deps.boss,
+      maxBodyBytes: deps.config.webhooks.maxBodyBytes,
+      logger: deps.logger,
+      now: deps.now,
+    }),
+  );
 
   app.get("/", (_req, res) => {
     res.locals.route = "/";
@@ -63,16 +75,6 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
   app.get("/metrics", createMetricsRoute({ ...deps, metrics }));
   app.use(createUiRouter(deps));
 
-  app.use(
-    createWebhookRouter({
-      sources: buildSourceTable(deps.config.webhooks.sources, deps.resolveSecret),
-      pool: deps.pool,
-      boss: deps.boss,
-      maxBodyBytes: deps.config.webhooks.maxBodyBytes,
-      logger: deps.logger,
-      now: deps.now,
-    }),
-  );
   app.use(
     createApiRouter({
       pool: deps.pool,
