@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { rm } from "node:fs/promises";
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
@@ -10,7 +11,7 @@ import { insertTrigger } from "../../../db/triggers.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
 import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
-import { dispatchInTransaction } from "../../../worker/dispatch.ts";
+import { dispatchTriggers } from "../../../worker/dispatch.ts";
 import { laneTargets } from "../../../worker/lanes.ts";
 import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
@@ -84,7 +85,10 @@ describe("worker: a thrown error while a run resolves its event gives its slot b
         deliveryId: null,
         payloadJson: JSON.stringify({ note }),
       });
-      const outcome = await dispatchInTransaction(deps, client, id);
+      // no dispatch job was sent for it: the batch's completion of this made-up job id is a no-op
+      const job = { id: randomUUID(), data: { triggerId: id } };
+      const [dispatched] = await dispatchTriggers(deps, client, [job], { workerId: "nobody", left: 0 });
+      const outcome = dispatched!.outcome;
       expect(outcome.kind).toBe("dispatched");
       expect(outcome.kind === "dispatched" && outcome.claimed).toBeUndefined();
       return id;
