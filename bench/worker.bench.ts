@@ -8,15 +8,18 @@
  *   triggers that match no pipeline (completed with `no_matching_pipeline`). The workers are started
  *   and idle first; the triggers are committed in one transaction (as the ingress stores them) and
  *   one NOTIFY wakes the workers, so the clock measures draining, not start-up.
+ * - the process floor: the CPU a no-op run's two processes cost by themselves, and the drain
+ *   ceiling that leaves on this machine's cores.
  * The machine's load average is printed with the figures: other work on it skews them.
  * Uses SVC_DATABASE_URL / SVC_TEST_DATABASE_URL when set, else a throwaway embedded Postgres.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { createServer } from "node:net";
-import { loadavg, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -118,6 +121,67 @@ async function database(): Promise<{ url: string; drop: () => Promise<void> }> {
   };
 }
 
+/** CPU ticks (1/100 s) this process and its reaped children have used, from /proc (Linux). */
+function ownTicks(): number {
+  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
+  return Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+}
+
+/**
+ * The floor under every drain rate: the CPU that one no-op run's two processes cost on this machine
+ * (`sh -c true`, then `/bin/echo {}` with a prompt on stdin), started from a small Node process as
+ * the worker's spawner starts them, with the children's own CPU. Whatever svc does around them,
+ * no number of workers drains faster than the machine's cores divided by this.
+ */
+async function processFloor(runs = 400): Promise<number> {
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir() };
+  const start = (argv: string[], stdin?: string) =>
+    new Promise<void>((resolve) => {
+      const child = spawn(argv[0]!, argv.slice(1), {
+        env,
+        detached: true,
+        stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "ignore"],
+      });
+      child.stdin?.on("error", () => {}); // echo does not read its stdin; an early close is expected
+      child.stdin?.end(stdin);
+      child.stdout?.resume();
+      child.on("close", () => resolve());
+    });
+  const before = ownTicks();
+  let next = 0;
+  const lane = async () => {
+    while (next++ < runs) {
+      await start(["sh", "-c", "true"]);
+      await start(["/bin/echo", "{}"], "nothing");
+    }
+  };
+  await Promise.all([lane(), lane(), lane(), lane()]);
+  return ((ownTicks() - before) * 10) / runs;
+}
+
+/** CPU ticks used so far by the machine's Postgres processes, svc workers and their spawners (with their children). */
+function cpuByRole(): Record<string, number> {
+  const totals: Record<string, number> = { postgres: 0, worker: 0, "spawner and its children": 0 };
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      const command = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+      const role = command.startsWith("postgres")
+        ? "postgres"
+        : command.includes("spawner-main")
+          ? "spawner and its children"
+          : command.includes(`${BIN} worker`)
+            ? "worker"
+            : undefined;
+      if (!role) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      totals[role]! += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    } catch {
+      // the process ended between the listing and the read: its CPU is no longer countable
+    }
+  }
+  return totals;
+}
+
 async function bossBaseline(url: string): Promise<number[]> {
   const boss = new PgBoss({
     connectionString: url,
@@ -186,6 +250,7 @@ async function main() {
     );
 
     const baseline = await bossBaseline(db.url);
+    const floorMs = await processFloor();
 
     const env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: db.url, BENCH_TOKEN: TOKEN };
     const port = await freePort();
@@ -300,6 +365,7 @@ async function main() {
     await stopRole(worker.child);
 
     // drain: idle workers, then 1,000 triggers committed at once (as the ingress stores them) and one wake-up
+    const cpuPerRun: Record<string, number> = {};
     const drain = async (workers: number, source = "noop-hook"): Promise<number> => {
       const started = await Promise.all(
         Array.from({ length: workers }, () => startRole("worker", env, "worker.started")),
@@ -326,12 +392,17 @@ async function main() {
         await boss.send(DISPATCH_QUEUE, { triggerId: id }, { db: transactionDb(client) });
       }
       await client.query("COMMIT");
+      const cpuBefore = cpuByRole();
       const start = wallMs();
       await client.query("SELECT pg_notify($1, $2)", [WAKE_CHANNEL, DISPATCH_QUEUE]);
       client.release();
       await boss.stop({ graceful: false });
       await waitDrained();
       const seconds = (wallMs() - start) / 1000;
+      // ticks are 10 ms; per run over the whole drain (the last drain of no-op runs is the one kept)
+      if (source === "noop-hook")
+        for (const [role, ticks] of Object.entries(cpuByRole()))
+          cpuPerRun[role] = ((ticks - (cpuBefore[role] ?? 0)) * 10) / DRAIN_TRIGGERS;
       for (const role of started) await stopRole(role.child);
       return seconds;
     };
@@ -370,6 +441,15 @@ async function main() {
     }
     const twoRate = DRAIN_TRIGGERS / drainTwo;
     console.log(`target >= 300 runs/s with 2 workers: ${twoRate >= 300 ? "met" : "MISSED"}`);
+    console.log(
+      `CPU per no-op run, 2 workers: ${Object.entries(cpuPerRun)
+        .map(([role, ms]) => `${role} ${ms.toFixed(2)} ms`)
+        .join(", ")} (Postgres: every backend of the machine's server)`,
+    );
+    const ceiling = (cpus().length * 1000) / floorMs;
+    console.log(
+      `process floor: a no-op run's two processes cost ${floorMs.toFixed(2)} ms of CPU here (started from a small Node process, children included): at most ${ceiling.toFixed(0)} runs/s on ${cpus().length} cores if a run did nothing else; 2 workers drain at ${((twoRate / ceiling) * 100).toFixed(0)}% of that ceiling`,
+    );
     const noMatchRate = DRAIN_TRIGGERS / noMatch;
     console.log(
       `no match: ${unmatched[0].n} of ${DRAIN_TRIGGERS} triggers completed with no_matching_pipeline in ${noMatch.toFixed(2)} s = ${noMatchRate.toFixed(0)}/s (1 worker); target >= 2000/s: ${noMatchRate >= 2000 ? "met" : "MISSED"}`,

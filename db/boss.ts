@@ -69,7 +69,7 @@ export const WAKE_CHANNEL = "svc_queue_wake";
 const wakers = new WeakMap<PgBoss, Map<string, { inFlight: boolean; again: boolean; startedAt: number }>>();
 
 /** Under a stream of jobs, at most one NOTIFY per queue per this many milliseconds. */
-const WAKE_SPACING_MS = 5;
+const WAKE_SPACING_MS = 20;
 
 /**
  * Wakes the workers LISTENing for `queue`, after the transaction that sent its jobs has committed.
