@@ -43,10 +43,11 @@ export async function issueToken(
 ): Promise<IssuedToken> {
   const id = newId("token");
   const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
-  await db.query(
-    `INSERT INTO svc.api_tokens (id, name, token_hash, scopes, sandboxed, invocation_id, expires_at, run)
+  await db.query({
+    name: "svc_issue_token",
+    text: `INSERT INTO svc.api_tokens (id, name, token_hash, scopes, sandboxed, invocation_id, expires_at, run)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [
+    values: [
       id,
       options.name,
       hashToken(token),
@@ -56,7 +57,7 @@ export async function issueToken(
       options.expiresAt ?? null,
       options.run ? JSON.stringify(options.run) : null,
     ],
-  );
+  });
   return { id, name: options.name, scopes: options.scopes, token };
 }
 
@@ -122,9 +123,10 @@ export async function revokeToken(db: Queryable, id: string): Promise<boolean> {
 }
 
 export async function revokeInvocationTokens(db: Queryable, invocationId: string): Promise<number> {
-  const { rowCount } = await db.query(
-    "UPDATE svc.api_tokens SET revoked_at = now() WHERE invocation_id = $1 AND revoked_at IS NULL",
-    [invocationId],
-  );
+  const { rowCount } = await db.query({
+    name: "svc_revoke_invocation_tokens",
+    text: "UPDATE svc.api_tokens SET revoked_at = now() WHERE invocation_id = $1 AND revoked_at IS NULL",
+    values: [invocationId],
+  });
   return rowCount ?? 0;
 }

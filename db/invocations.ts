@@ -75,8 +75,9 @@ export async function insertWorkloadWithClaimedInvocation(
   },
 ): Promise<InvocationRow> {
   // the trigger moves to `running` in the same statement: dispatch's common path costs one round trip
-  const { rows } = await db.query<InvocationRow>(
-    `WITH running AS (
+  const { rows } = await db.query<InvocationRow>({
+    name: "svc_insert_claimed_run",
+    text: `WITH running AS (
        UPDATE svc.triggers SET status = 'running', diagnostic = NULL, updated_at = now() WHERE id = $2),
      w AS (
        INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace)
@@ -84,7 +85,7 @@ export async function insertWorkloadWithClaimedInvocation(
      INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at)
      SELECT $6, w.id, 'running', $7, $8, now(), 1, now() FROM w
      RETURNING *`,
-    [
+    values: [
       row.workloadId,
       row.triggerId,
       row.pipeline,
@@ -94,7 +95,7 @@ export async function insertWorkloadWithClaimedInvocation(
       row.target,
       row.workerId,
     ],
-  );
+  });
   return rows[0]!;
 }
 
@@ -109,16 +110,17 @@ export async function claimInvocations(
   staleAfterMs: number,
 ): Promise<InvocationRow[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query<InvocationRow>(
-    `UPDATE svc.invocations
+  const { rows } = await db.query<InvocationRow>({
+    name: "svc_claim_invocations",
+    text: `UPDATE svc.invocations
         SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
             started_at = coalesce(started_at, now()), updated_at = now()
       WHERE id = ANY($1::text[])
         AND (status = 'queued'
              OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
       RETURNING *`,
-    [ids, workerId, staleAfterMs],
-  );
+    values: [ids, workerId, staleAfterMs],
+  });
   return rows;
 }
 
@@ -140,10 +142,11 @@ export async function getInvocationStatus(db: Queryable, id: string): Promise<In
 
 /** Returns false when this worker no longer holds the row (another worker took it over). */
 export async function heartbeatInvocation(db: Queryable, id: string, workerId: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    "UPDATE svc.invocations SET heartbeat_at = now() WHERE id = $1 AND worker_id = $2 AND status = 'running'",
-    [id, workerId],
-  );
+  const { rowCount } = await db.query({
+    name: "svc_heartbeat",
+    text: "UPDATE svc.invocations SET heartbeat_at = now() WHERE id = $1 AND worker_id = $2 AND status = 'running'",
+    values: [id, workerId],
+  });
   return (rowCount ?? 0) > 0;
 }
 
@@ -158,18 +161,19 @@ export async function finishInvocation(
   workerId: string,
   outcome: { status: "completed" | "failed" | "cancelled"; diagnostic: Diagnostic | null; result?: unknown },
 ): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE svc.invocations
+  const { rowCount } = await db.query({
+    name: "svc_finish_invocation",
+    text: `UPDATE svc.invocations
         SET status = $3, diagnostic = $4, result = $5, finished_at = now(), updated_at = now()
       WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
-    [
+    values: [
       id,
       workerId,
       outcome.status,
       outcome.diagnostic ? JSON.stringify(outcome.diagnostic) : null,
       outcome.result === undefined ? null : JSON.stringify(outcome.result),
     ],
-  );
+  });
   return (rowCount ?? 0) > 0;
 }
 

@@ -22,10 +22,11 @@ export async function startTask(
   db: Queryable,
   row: { id: string; invocationId: string; kind: TaskKind; name: string; seq: number },
 ): Promise<void> {
-  await db.query(
-    "INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status) VALUES ($1, $2, $3, $4, $5, 'running')",
-    [row.id, row.invocationId, row.kind, row.name, row.seq],
-  );
+  await db.query({
+    name: "svc_start_task",
+    text: "INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status) VALUES ($1, $2, $3, $4, $5, 'running')",
+    values: [row.id, row.invocationId, row.kind, row.name, row.seq],
+  });
 }
 
 export interface TaskEnd {
@@ -34,7 +35,10 @@ export interface TaskEnd {
   diagnostic?: Diagnostic | null;
 }
 
-/** Ends a task, and records its artifact (log, transcript, result) in the same statement. */
+/**
+ * Ends a task, and records its artifact (log, transcript, result) in the same statement. The
+ * statements of a run's path are named, so each connection parses and plans them once.
+ */
 export async function finishTask(
   db: Queryable,
   id: string,
@@ -50,11 +54,15 @@ export async function finishTask(
   const update =
     "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, finished_at = now() WHERE id = $1";
   if (!artifact) {
-    await db.query(update, values);
+    await db.query({ name: "svc_finish_task", text: update, values });
     return;
   }
   const insert = artifactUpsert(artifact, values.length + 1);
-  await db.query(`WITH artifact AS (${insert.text}) ${update}`, [...values, ...insert.values]);
+  await db.query({
+    name: "svc_finish_task_with_artifact",
+    text: `WITH artifact AS (${insert.text}) ${update}`,
+    values: [...values, ...insert.values],
+  });
 }
 
 /**
@@ -72,12 +80,13 @@ export async function recordTask(
     ...[end.status, end.exitCode ?? null, end.diagnostic ? JSON.stringify(end.diagnostic) : null],
   ];
   const insert = artifact ? artifactUpsert(artifact, values.length + 1) : undefined;
-  await db.query(
-    `${insert ? `WITH artifact AS (${insert.text})` : ""}
+  await db.query({
+    name: insert ? "svc_record_task_with_artifact" : "svc_record_task",
+    text: `${insert ? `WITH artifact AS (${insert.text})` : ""}
      INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status, exit_code, diagnostic, finished_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())`,
-    [...values, ...(insert?.values ?? [])],
-  );
+    values: [...values, ...(insert?.values ?? [])],
+  });
 }
 
 /** Tasks left `running` by a worker that vanished are closed when its invocation is reaped. */

@@ -52,9 +52,14 @@ export async function settleTrigger(pool: pg.Pool, triggerId: string): Promise<v
  * finished before the lock was granted, so two last invocations finishing at once settle it once.
  */
 export async function settleTriggerIn(db: pg.ClientBase, triggerId: string): Promise<void> {
-  await db.query("SELECT 1 FROM svc.triggers WHERE id = $1 FOR UPDATE", [triggerId]);
-  await db.query(
-    `WITH inv AS (
+  await db.query({
+    name: "svc_lock_trigger",
+    text: "SELECT 1 FROM svc.triggers WHERE id = $1 FOR UPDATE",
+    values: [triggerId],
+  });
+  await db.query({
+    name: "svc_settle_trigger",
+    text: `WITH inv AS (
        SELECT i.id, i.workload_id, i.status, i.diagnostic, i.created_at
          FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
         WHERE w.trigger_id = $1),
@@ -79,8 +84,8 @@ export async function settleTriggerIn(db: pg.ClientBase, triggerId: string): Pro
             updated_at = now()
        FROM summary s
       WHERE t.id = $1 AND t.status <> 'discarded' AND s.n > 0 AND NOT (s.open AND t.status = 'running')`,
-    [triggerId],
-  );
+    values: [triggerId],
+  });
 }
 
 /** Discarded triggers live in the shorter retention tier; they own no workloads, so they go alone. */

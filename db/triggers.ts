@@ -82,10 +82,11 @@ export async function insertTrigger(
 }
 
 export async function getTrigger(db: Queryable, id: string): Promise<Trigger | undefined> {
-  const { rows } = await db.query<Trigger>(
-    `SELECT ${SUMMARY_COLUMNS}, payload FROM svc.triggers WHERE id = $1`,
-    [id],
-  );
+  const { rows } = await db.query<Trigger>({
+    name: "svc_get_trigger",
+    text: `SELECT ${SUMMARY_COLUMNS}, payload FROM svc.triggers WHERE id = $1`,
+    values: [id],
+  });
   return rows[0];
 }
 

@@ -14,6 +14,10 @@ export interface WorkloadRow {
 }
 
 export async function getWorkload(db: Queryable, id: string): Promise<WorkloadRow | undefined> {
-  const { rows } = await db.query<WorkloadRow>("SELECT * FROM svc.workloads WHERE id = $1", [id]);
+  const { rows } = await db.query<WorkloadRow>({
+    name: "svc_get_workload",
+    text: "SELECT * FROM svc.workloads WHERE id = $1",
+    values: [id],
+  });
   return rows[0];
 }
