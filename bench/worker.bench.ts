@@ -13,7 +13,7 @@
  * The machine's load average is printed with the figures: other work on it skews them.
  * Uses SVC_DATABASE_URL / SVC_TEST_DATABASE_URL when set, else a throwaway embedded Postgres.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -121,42 +121,17 @@ async function database(): Promise<{ url: string; drop: () => Promise<void> }> {
   };
 }
 
-/** CPU ticks (1/100 s) this process and its reaped children have used, from /proc (Linux). */
-function ownTicks(): number {
-  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
-  return Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-}
-
 /**
- * The floor under every drain rate: the CPU that one no-op run's two processes cost on this machine
- * (`sh -c true`, then `/bin/echo {}` with a prompt on stdin), started from a small Node process as
- * the worker's spawner starts them, with the children's own CPU. Whatever svc does around them,
- * no number of workers drains faster than the machine's cores divided by this.
+ * The floor under every drain rate: the CPU that one no-op run's two processes cost on this machine,
+ * started from a small Node process as the worker's spawner starts them, children included
+ * (bench/support/process-floor.ts). Whatever svc does around them, no number of workers drains
+ * faster than the machine's cores divided by this.
  */
-async function processFloor(runs = 400): Promise<number> {
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir() };
-  const start = (argv: string[], stdin?: string) =>
-    new Promise<void>((resolve) => {
-      const child = spawn(argv[0]!, argv.slice(1), {
-        env,
-        detached: true,
-        stdio: [stdin === undefined ? "ignore" : "pipe", "pipe", "ignore"],
-      });
-      child.stdin?.on("error", () => {}); // echo does not read its stdin; an early close is expected
-      child.stdin?.end(stdin);
-      child.stdout?.resume();
-      child.on("close", () => resolve());
-    });
-  const before = ownTicks();
-  let next = 0;
-  const lane = async () => {
-    while (next++ < runs) {
-      await start(["sh", "-c", "true"]);
-      await start(["/bin/echo", "{}"], "nothing");
-    }
-  };
-  await Promise.all([lane(), lane(), lane(), lane()]);
-  return ((ownTicks() - before) * 10) / runs;
+function processFloor(runs = 400): number {
+  const script = join(dirname(fileURLToPath(import.meta.url)), "support", "process-floor.ts");
+  const result = spawnSync(process.execPath, [script, String(runs)], { encoding: "utf8" });
+  if (result.status !== 0) throw new Error(`process-floor.ts failed: ${result.stderr}`);
+  return Number(result.stdout.trim());
 }
 
 /** CPU ticks used so far by the machine's Postgres processes, svc workers and their spawners (with their children). */
@@ -250,7 +225,7 @@ async function main() {
     );
 
     const baseline = await bossBaseline(db.url);
-    const floorMs = await processFloor();
+    const floorMs = processFloor();
 
     const env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: db.url, BENCH_TOKEN: TOKEN };
     const port = await freePort();
