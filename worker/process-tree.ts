@@ -20,29 +20,43 @@ export function runProcessTree(spec: ProcessSpec): Promise<ProcessOutcome> {
   // a spawner that died (it should not) leaves the worker spawning its children itself
   if (spec.spawner?.alive) return spec.spawner.run(spec);
   const { pid, exited } = startChild(spec);
+  return superviseChild(spec, exited, () => {
+    if (pid !== undefined) killGroup(pid);
+  }).outcome;
+}
+
+/**
+ * The worker's side of a started child, wherever it was started: the spec's timeout and abort
+ * signal kill its process group (`kill`), and the outcome says which of them ended it. A spawner
+ * learns the child's pid only after the timeout or signal may have fired: `stopping()` tells it
+ * to kill the group as soon as it knows it.
+ */
+export function superviseChild(
+  spec: Pick<ProcessSpec, "timeoutMs" | "signal">,
+  exited: Promise<ChildExit>,
+  kill: () => void,
+): { outcome: Promise<ProcessOutcome>; stopping(): boolean } {
   let timedOut = false;
   let aborted = false;
-  const killTree = () => {
-    if (pid !== undefined) killGroup(pid);
-  };
   const timer =
     spec.timeoutMs !== undefined
       ? setTimeout(() => {
           timedOut = true;
-          killTree();
+          kill();
         }, spec.timeoutMs)
       : undefined;
   const onAbort = () => {
     aborted = true;
-    killTree();
+    kill();
   };
   if (spec.signal?.aborted) onAbort();
   else spec.signal?.addEventListener("abort", onAbort, { once: true });
-  return exited.then((exit) => {
+  const outcome = exited.then((exit) => {
     if (timer) clearTimeout(timer);
     spec.signal?.removeEventListener("abort", onAbort);
     // the leader may exit while its children still hold the group: kill the rest either way
-    if (timedOut || aborted) killTree();
+    if (timedOut || aborted) kill();
     return { ...exit, timedOut, aborted };
   });
+  return { outcome, stopping: () => timedOut || aborted };
 }

@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { typeStrippingExecArgv } from "../shared/type-stripping.ts";
 import type { ChildExit, ChildSpec } from "./child-process.ts";
-import type { ProcessOutcome, ProcessSpec } from "./process-tree.ts";
+import { type ProcessOutcome, type ProcessSpec, superviseChild } from "./process-tree.ts";
 
 /** The spawner gets a ProcessSpec without the worker-side signal and timeout. */
 export type SpawnRequest = { type: "spawn"; id: number; spec: ChildSpec } | { type: "kill"; pgid: number };
@@ -96,18 +96,6 @@ export class Spawner {
 
   /** runProcessTree's contract, with the fork done by the spawner */
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
-    const id = this.#next++;
-    let timedOut = false;
-    let aborted = false;
-    let pid: number | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const kill = () => {
-      if (pid !== undefined) this.#send({ type: "kill", pgid: pid });
-    };
-    const onAbort = () => {
-      aborted = true;
-      kill();
-    };
     if (this.#closed)
       return Promise.resolve({
         exitCode: null,
@@ -117,26 +105,19 @@ export class Spawner {
         stdout: "",
         spawnError: "the spawner is gone",
       });
-    const outcome = new Promise<ProcessOutcome>((resolve) => {
+    const id = this.#next++;
+    let pid: number | undefined;
+    let stopping = () => false;
+    const kill = () => {
+      if (pid !== undefined) this.#send({ type: "kill", pgid: pid });
+    };
+    const exited = new Promise<ChildExit>((resolve) => {
       this.#pending.set(id, {
         onStarted: (startedPid) => {
           pid = startedPid;
-          if (timedOut || aborted) kill();
+          if (stopping()) kill();
         },
-        onExit: (reply) => {
-          if (timer) clearTimeout(timer);
-          spec.signal?.removeEventListener("abort", onAbort);
-          // the leader may exit while its children still hold the group: kill the rest either way
-          if (timedOut || aborted) kill();
-          resolve({
-            exitCode: reply.exitCode,
-            signal: reply.signal,
-            timedOut,
-            aborted,
-            stdout: reply.stdout,
-            ...(reply.spawnError ? { spawnError: reply.spawnError } : {}),
-          });
-        },
+        onExit: ({ type: _type, id: _id, ...exit }) => resolve(exit),
       });
     });
     this.#send({
@@ -152,14 +133,9 @@ export class Spawner {
         ...(spec.captureStdout ? { captureStdout: true } : {}),
       },
     });
-    if (spec.timeoutMs !== undefined)
-      timer = setTimeout(() => {
-        timedOut = true;
-        kill();
-      }, spec.timeoutMs);
-    if (spec.signal?.aborted) onAbort();
-    else spec.signal?.addEventListener("abort", onAbort, { once: true });
-    return outcome;
+    const supervised = superviseChild(spec, exited, kill);
+    stopping = supervised.stopping;
+    return supervised.outcome;
   }
 
   #send(request: SpawnRequest) {
