@@ -35,6 +35,10 @@ export interface TaskEnd {
   diagnostic?: Diagnostic | null;
 }
 
+function endValues(end: TaskEnd): unknown[] {
+  return [end.status, end.exitCode ?? null, end.diagnostic ? JSON.stringify(end.diagnostic) : null];
+}
+
 /**
  * Ends a task, and records its artifact (log, transcript, result) in the same statement. The
  * statements of a run's path are named, so each connection parses and plans them once.
@@ -45,12 +49,7 @@ export async function finishTask(
   end: TaskEnd,
   artifact?: NewArtifact,
 ): Promise<void> {
-  const values = [
-    id,
-    end.status,
-    end.exitCode ?? null,
-    end.diagnostic ? JSON.stringify(end.diagnostic) : null,
-  ];
+  const values = [id, ...endValues(end)];
   const update =
     "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, finished_at = now() WHERE id = $1";
   if (!artifact) {
@@ -73,19 +72,16 @@ export async function recordTask(
   db: Queryable,
   row: { id: string; invocationId: string; kind: TaskKind; name: string; seq: number },
   end: TaskEnd,
-  artifact?: NewArtifact,
+  artifact: NewArtifact,
 ): Promise<void> {
-  const values: unknown[] = [
-    ...[row.id, row.invocationId, row.kind, row.name, row.seq],
-    ...[end.status, end.exitCode ?? null, end.diagnostic ? JSON.stringify(end.diagnostic) : null],
-  ];
-  const insert = artifact ? artifactUpsert(artifact, values.length + 1) : undefined;
+  const values = [row.id, row.invocationId, row.kind, row.name, row.seq, ...endValues(end)];
+  const insert = artifactUpsert(artifact, values.length + 1);
   await db.query({
-    name: insert ? "svc_record_task_with_artifact" : "svc_record_task",
-    text: `${insert ? `WITH artifact AS (${insert.text})` : ""}
+    name: "svc_record_task_with_artifact",
+    text: `WITH artifact AS (${insert.text})
      INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status, exit_code, diagnostic, finished_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())`,
-    values: [...values, ...(insert?.values ?? [])],
+    values: [...values, ...insert.values],
   });
 }
 

@@ -163,20 +163,7 @@ function decodeCursor(cursor: string): { createdAt: string; id: string } {
   return { createdAt, id };
 }
 
-export async function setTriggerStatus(
-  db: Queryable,
-  id: string,
-  status: TriggerStatus,
-  diagnostic: Diagnostic | null = null,
-): Promise<void> {
-  await db.query("UPDATE svc.triggers SET status = $2, diagnostic = $3, updated_at = now() WHERE id = $1", [
-    id,
-    status,
-    diagnostic,
-  ]);
-}
-
-/** Several triggers' statuses in one statement (a dispatch batch settles the triggers that fire nothing). */
+/** Triggers' statuses in one statement (a dispatch batch sets those of all its triggers at once). */
 export async function setTriggerStatuses(
   db: Queryable,
   rows: { id: string; status: TriggerStatus; diagnostic: Diagnostic | null }[],

@@ -6,7 +6,7 @@ import {
   InvalidCursorError,
   insertTrigger,
   listTriggers,
-  setTriggerStatus,
+  setTriggerStatuses,
 } from "../../../db/triggers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 
@@ -40,11 +40,14 @@ describe("db/triggers.ts", () => {
       "UPDATE svc.triggers SET created_at = '2026-01-01T00:00:00.123456Z' WHERE id = ANY($1)",
       [ids.slice(2, 5)],
     );
-    await setTriggerStatus(pool, ids[1]!, "error", { code: "agent_timeout", message: "timed out" });
-    await setTriggerStatus(pool, ids[3]!, "discarded", {
-      code: "unknown_agent_reference",
-      message: "no agent x",
-    });
+    await setTriggerStatuses(pool, [
+      { id: ids[1]!, status: "error", diagnostic: { code: "agent_timeout", message: "timed out" } },
+      {
+        id: ids[3]!,
+        status: "discarded",
+        diagnostic: { code: "unknown_agent_reference", message: "no agent x" },
+      },
+    ]);
 
     const seen: string[] = [];
     let cursor: string | undefined;
