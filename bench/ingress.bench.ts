@@ -9,7 +9,6 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +20,7 @@ import { createPool } from "../db/connect.ts";
 import { startEmbeddedPostgres } from "../db/embedded.ts";
 import { migrate } from "../db/migrate.ts";
 import { DEFAULT_POOL_SIZE } from "../ingress/main.ts";
+import { cpuMs } from "./support/proc-cpu.ts";
 
 const CONCURRENCY = 32;
 const WARMUP = 1_000;
@@ -44,11 +44,10 @@ interface RoundResult {
   failures: number;
 }
 
-/** user + system CPU of a process, from /proc (Linux); 0 elsewhere */
+/** user + system CPU of a process, from /proc (Linux); 0 elsewhere or once it is gone */
 function cpuMsOf(pid: number | undefined): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+    return pid === undefined ? 0 : cpuMs(pid);
   } catch {
     return 0;
   }

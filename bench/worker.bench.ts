@@ -27,6 +27,7 @@ import { PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
 import { startEmbeddedPostgres } from "../db/embedded.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
+import { cpuMs } from "./support/proc-cpu.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "svc.js");
 const LATENCY_SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
@@ -134,7 +135,7 @@ function processFloor(runs = 400): number {
   return Number(result.stdout.trim());
 }
 
-/** CPU ticks used so far by the machine's Postgres processes, svc workers and their spawners (with their children). */
+/** CPU milliseconds used so far by the machine's Postgres processes, svc workers and their spawners (with their children). */
 function cpuByRole(): Record<string, number> {
   const totals: Record<string, number> = { postgres: 0, worker: 0, "spawner and its children": 0 };
   for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
@@ -148,8 +149,7 @@ function cpuByRole(): Record<string, number> {
             ? "worker"
             : undefined;
       if (!role) continue;
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-      totals[role]! += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      totals[role]! += cpuMs(Number(pid), { children: true });
     } catch {
       // the process ended between the listing and the read: its CPU is no longer countable
     }
@@ -374,10 +374,10 @@ async function main() {
       await boss.stop({ graceful: false });
       await waitDrained();
       const seconds = (wallMs() - start) / 1000;
-      // ticks are 10 ms; per run over the whole drain (the last drain of no-op runs is the one kept)
+      // per run over the whole drain (the last drain of no-op runs is the one kept)
       if (source === "noop-hook")
-        for (const [role, ticks] of Object.entries(cpuByRole()))
-          cpuPerRun[role] = ((ticks - (cpuBefore[role] ?? 0)) * 10) / DRAIN_TRIGGERS;
+        for (const [role, ms] of Object.entries(cpuByRole()))
+          cpuPerRun[role] = (ms - (cpuBefore[role] ?? 0)) / DRAIN_TRIGGERS;
       for (const role of started) await stopRole(role.child);
       return seconds;
     };

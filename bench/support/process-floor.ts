@@ -5,18 +5,14 @@
  * prints the CPU it and its children used per run, in milliseconds, from /proc.
  */
 import { spawn } from "node:child_process";
-import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { cpuMs } from "./proc-cpu.ts";
 
 const runs = Number(process.argv[2] ?? 400);
 const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir() };
 const logFile = join(tmpdir(), `svc-bench-floor-${process.pid}.log`);
-
-function ticks(): number {
-  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
-  return Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-}
 
 function start(argv: string[], stdin?: string): Promise<void> {
   const log = openSync(logFile, "a");
@@ -36,7 +32,7 @@ function start(argv: string[], stdin?: string): Promise<void> {
   );
 }
 
-const before = ticks();
+const before = cpuMs("self", { children: true });
 let next = 0;
 const lane = async () => {
   while (next++ < runs) {
@@ -45,6 +41,6 @@ const lane = async () => {
   }
 };
 await Promise.all([lane(), lane(), lane(), lane()]);
-const used = ticks() - before;
+const used = cpuMs("self", { children: true }) - before;
 rmSync(logFile, { force: true });
-process.stdout.write(`${(used * 10) / runs}\n`);
+process.stdout.write(`${used / runs}\n`);
