@@ -64,7 +64,7 @@ export function createLogger(options: LoggerOptions): Logger {
     const rest: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(fields)) {
       if (value === undefined) continue;
-      rest[key] = key !== "event" && SECRET_KEYS.test(key) ? MASK : redact(value);
+      rest[key] = SECRET_KEYS.test(key) ? MASK : redact(value);
     }
     if (!pretty) {
       stream.write(`${JSON.stringify({ level, message, role, ...rest, timestamp })}\n`);
