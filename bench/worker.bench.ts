@@ -341,6 +341,19 @@ async function main() {
 
     // drain: idle workers, then 1,000 triggers committed at once (as the ingress stores them) and one wake-up
     const cpuPerRun: Record<string, number> = {};
+    let transactionsPerRun = 0;
+    /**
+     * Transactions committed or rolled back in the bench database so far; a statement sent outside
+     * a transaction counts as one. Backends report them when they go idle, at most a second late,
+     * so this waits that second out first.
+     */
+    const transactions = async (): Promise<number> => {
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const { rows } = await pool.query(
+        "SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()",
+      );
+      return Number(rows[0].n);
+    };
     const drain = async (workers: number, source = "noop-hook"): Promise<number> => {
       const started = await Promise.all(
         Array.from({ length: workers }, () => startRole("worker", env, "worker.started")),
@@ -366,6 +379,9 @@ async function main() {
         );
         await boss.send(DISPATCH_QUEUE, { triggerId: id }, { db: transactionDb(client) });
       }
+      // counted while the triggers are not committed yet, so no worker has started on them; the
+      // inserting transaction and the NOTIFY below are 2 more, taken off again
+      const transactionsBefore = (await transactions()) + 2;
       await client.query("COMMIT");
       const cpuBefore = cpuByRole();
       const start = wallMs();
@@ -375,9 +391,11 @@ async function main() {
       await waitDrained();
       const seconds = (wallMs() - start) / 1000;
       // per run over the whole drain (the last drain of no-op runs is the one kept)
-      if (source === "noop-hook")
+      if (source === "noop-hook") {
         for (const [role, ms] of Object.entries(cpuByRole()))
           cpuPerRun[role] = (ms - (cpuBefore[role] ?? 0)) / DRAIN_TRIGGERS;
+        transactionsPerRun = ((await transactions()) - transactionsBefore) / DRAIN_TRIGGERS;
+      }
       for (const role of started) await stopRole(role.child);
       return seconds;
     };
@@ -420,6 +438,9 @@ async function main() {
       `CPU per no-op run, 2 workers: ${Object.entries(cpuPerRun)
         .map(([role, ms]) => `${role} ${ms.toFixed(2)} ms`)
         .join(", ")} (Postgres: every backend of the machine's server)`,
+    );
+    console.log(
+      `Postgres transactions per no-op run, 2 workers: ${transactionsPerRun.toFixed(1)} (a statement outside a transaction counts as one; the bench's own polling included)`,
     );
     const ceiling = (cpus().length * 1000) / floorMs;
     console.log(

@@ -81,6 +81,16 @@ export class ClaimLoop {
     this.#wake?.();
   }
 
+  /**
+   * A slot came back: fetch again from the queues that may still hold work (named by a NOTIFY, or
+   * whose last fetch came back full). A queue whose last fetch came back short was empty then, and
+   * a job sent to it since is followed by a NOTIFY naming it, so it is not looked at again here: a
+   * run's end costs no empty fetch per queue.
+   */
+  slotFreed(): void {
+    this.#wake?.();
+  }
+
   /** Stops claiming; runs already started keep going. */
   async stop(): Promise<void> {
     this.#closing = true;

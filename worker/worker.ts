@@ -112,7 +112,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       daemonUrl: daemonUrl(config, env),
       knowledge,
     };
-    const slots = new Slots(concurrency, () => loop.poke());
+    const slots = new Slots(concurrency, () => loop.slotFreed());
     const drain = new DrainSwitch(pool, logger, () => loop.poke());
     const loop = new ClaimLoop({
       ...{ pool, boss, config, cooldowns, secrets, logger, lanes, slots, staleAfterMs },
