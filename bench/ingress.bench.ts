@@ -4,6 +4,11 @@
  * keep-alive HTTP at concurrency 32, bearer-authenticated JSON bodies of ~1 KiB. Rounds alternate between
  * the two so that noise from the machine lands on both; figures pool each side's rounds.
  *
+ * The baseline stores each request in its own transaction; svc stores the deliveries that arrive
+ * while its transactions are busy together (ingress/webhooks/batched-recorder.ts). Both answer only
+ * after a request's rows have committed, so the ratio is what that group commit buys, next to the
+ * cost of svc's verification, logging and metrics.
+ *
  * Database: SVC_BENCH_DATABASE_URL, else SVC_TEST_DATABASE_URL, else SVC_DATABASE_URL (a server on
  * which it may create and drop a database), else an embedded Postgres in a temporary directory.
  */

@@ -3,7 +3,7 @@ import type { PgBoss } from "pg-boss";
 import { DISPATCH_QUEUE, type DispatchJob } from "../shared/queues.ts";
 import { transactionDb, wakeWorkers } from "./boss.ts";
 import { withTransaction } from "./transaction.ts";
-import { insertTrigger, type NewTrigger } from "./triggers.ts";
+import { insertTriggers, type NewTrigger } from "./triggers.ts";
 
 /**
  * Records a trigger and its dispatch job in one transaction: after a crash at any instant there is
@@ -21,13 +21,27 @@ export async function recordTrigger(
   boss: PgBoss,
   trigger: NewTrigger,
 ): Promise<{ id: string; created: boolean }> {
-  const result = await withTransaction(pool, async (client) => {
-    const inserted = await insertTrigger(client, trigger);
-    if (!inserted.created) return inserted;
-    const job: DispatchJob = { triggerId: inserted.id };
-    await boss.send(DISPATCH_QUEUE, job, { db: transactionDb(client, { prepare: true }) });
+  return (await recordTriggers(pool, boss, [trigger]))[0]!;
+}
+
+/**
+ * recordTrigger for many triggers in one transaction (one commit, one insert of triggers, one of
+ * jobs), answered in their order. Either every one of them is stored or none is.
+ */
+export async function recordTriggers(
+  pool: pg.Pool,
+  boss: PgBoss,
+  triggers: readonly NewTrigger[],
+): Promise<{ id: string; created: boolean }[]> {
+  const recorded = await withTransaction(pool, async (client) => {
+    const inserted = await insertTriggers(client, triggers);
+    const jobs = inserted
+      .filter((trigger) => trigger.created)
+      .map((trigger): { data: DispatchJob } => ({ data: { triggerId: trigger.id } }));
+    if (jobs.length > 0)
+      await boss.insert(DISPATCH_QUEUE, jobs, { db: transactionDb(client, { prepare: true }) });
     return inserted;
   });
-  if (result.created) wakeWorkers(boss, DISPATCH_QUEUE);
-  return result;
+  if (recorded.some((trigger) => trigger.created)) wakeWorkers(boss, DISPATCH_QUEUE);
+  return recorded;
 }

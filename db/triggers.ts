@@ -50,35 +50,57 @@ export async function insertTrigger(
   db: Queryable,
   trigger: NewTrigger,
 ): Promise<{ id: string; created: boolean }> {
-  const text = `INSERT INTO svc.triggers (id, kind, source, event_name, delivery_id, payload, owner, replay_of)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8)
-     ON CONFLICT (source, delivery_id) WHERE delivery_id IS NOT NULL DO NOTHING
-     RETURNING id`;
+  return (await insertTriggers(db, [trigger]))[0]!;
+}
+
+/**
+ * insertTrigger for many triggers in one statement, answered in their order. Two of them with the
+ * same source and delivery id are one delivery: the first is created, the second finds it.
+ */
+export async function insertTriggers(
+  db: Queryable,
+  triggers: readonly NewTrigger[],
+): Promise<{ id: string; created: boolean }[]> {
+  const ids = triggers.map(() => newId("trigger"));
   const inserted = await db.query<{ id: string }>({
     // prepared once per connection: this runs for every accepted webhook
-    name: "svc_insert_trigger",
-    text,
+    name: "svc_insert_triggers",
+    text: `INSERT INTO svc.triggers (id, kind, source, event_name, delivery_id, payload, owner, replay_of)
+       SELECT t.id, t.kind, t.source, t.event_name, t.delivery_id, t.payload::jsonb, t.owner, t.replay_of
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+              WITH ORDINALITY AS t(id, kind, source, event_name, delivery_id, payload, owner, replay_of, n)
+        ORDER BY t.n
+       ON CONFLICT (source, delivery_id) WHERE delivery_id IS NOT NULL DO NOTHING
+       RETURNING id`,
     values: [
-      newId("trigger"),
-      trigger.kind,
-      trigger.source,
-      trigger.eventName,
-      trigger.deliveryId,
-      trigger.payloadJson,
-      trigger.owner ?? null,
-      trigger.replayOf ?? null,
+      ids,
+      triggers.map((t) => t.kind),
+      triggers.map((t) => t.source),
+      triggers.map((t) => t.eventName),
+      triggers.map((t) => t.deliveryId),
+      triggers.map((t) => t.payloadJson),
+      triggers.map((t) => t.owner ?? null),
+      triggers.map((t) => t.replayOf ?? null),
     ],
   });
-  const row = inserted.rows[0];
-  if (row) return { id: row.id, created: true };
-  const existing = await db.query<{ id: string }>(
-    "SELECT id FROM svc.triggers WHERE source = $1 AND delivery_id = $2",
-    [trigger.source, trigger.deliveryId],
+  const created = new Set(inserted.rows.map((row) => row.id));
+  if (created.size === triggers.length) return ids.map((id) => ({ id, created: true }));
+  // redeliveries: the trigger their delivery id names, created before or earlier in this batch
+  const repeated = triggers.filter((_, index) => !created.has(ids[index]!));
+  const { rows } = await db.query<{ id: string; source: string; delivery_id: string }>(
+    `SELECT id, source, delivery_id FROM svc.triggers
+      WHERE (source, delivery_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+    [repeated.map((t) => t.source), repeated.map((t) => t.deliveryId)],
   );
-  const first = existing.rows[0];
-  if (!first)
-    throw new Error(`trigger insert for ${trigger.source} conflicted but no earlier trigger exists`);
-  return { id: first.id, created: false };
+  const first = new Map(rows.map((row) => [JSON.stringify([row.source, row.delivery_id]), row.id]));
+  return triggers.map((trigger, index) => {
+    const id = ids[index]!;
+    if (created.has(id)) return { id, created: true };
+    const earlier = first.get(JSON.stringify([trigger.source, trigger.deliveryId]));
+    if (!earlier)
+      throw new Error(`trigger insert for ${trigger.source} conflicted but no earlier trigger exists`);
+    return { id: earlier, created: false };
+  });
 }
 
 export async function getTrigger(db: Queryable, id: string): Promise<Trigger | undefined> {

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { type Request, type Response, Router } from "express";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
-import { recordTrigger } from "../../db/record-trigger.ts";
 import type { NewTrigger, TriggerKind } from "../../db/triggers.ts";
 import type { Logger } from "../../shared/logger.ts";
 import {
@@ -12,6 +11,7 @@ import {
   sendUnauthorized,
   sendUnavailable,
 } from "../errors.ts";
+import { BatchedRecorder } from "./batched-recorder.ts";
 import { UNKNOWN_SOURCE_DIGEST, verifyBearer } from "./bearer.ts";
 import { isJsonContentType, readRawBody } from "./body.ts";
 import { codehostEventName } from "./codehost/event.ts";
@@ -44,6 +44,7 @@ const EVENT_HEADER_VALUE = /^[A-Za-z0-9_.-]{1,100}$/;
 export function createWebhookRouter(deps: IntakeDependencies): Router {
   const router = Router();
   const now = deps.now ?? Date.now;
+  const recorder = new BatchedRecorder(deps.pool, deps.boss);
 
   const intake = async (req: Request, res: Response, routeName: string, source: ReadySource | undefined) => {
     res.locals.route = routeName;
@@ -88,7 +89,7 @@ export function createWebhookRouter(deps: IntakeDependencies): Router {
     const described = describe(req, verified, payload);
     if ("problem" in described) return sendError(res, 400, "bad_request", described.problem);
     try {
-      const { id } = await recordTrigger(deps.pool, deps.boss, { ...described.trigger, payloadJson });
+      const { id } = await recorder.record({ ...described.trigger, payloadJson });
       res.locals.trigger = id;
       sendAccepted(res, id);
     } catch (error) {
