@@ -3,9 +3,10 @@ import { stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { Command, Flags } from "@oclif/core";
+import { Command } from "@oclif/core";
 import { resolveDatabase } from "../../db/connect.ts";
 import { configDirFrom } from "../../shared/config/dir.ts";
+import { dirFlag } from "../config-dir-flag.ts";
 import { writeStarterConfig } from "../dev/starter.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "bin", "svc.js");
@@ -25,10 +26,7 @@ export default class Dev extends Command {
     "SVC_DATABASE_URL=postgres://postgres@127.0.0.1:5432/svc <%= config.bin %> dev",
   ];
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<void> {

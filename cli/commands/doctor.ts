@@ -1,7 +1,7 @@
-import { Command, Flags } from "@oclif/core";
-import { configDirFrom } from "../../shared/config/dir.ts";
+import { Command } from "@oclif/core";
 import { formatProblems } from "../../shared/config/format.ts";
 import { type ProblemJson, problemJson } from "../../shared/config/json.ts";
+import { configDirOf, dirFlag } from "../config-dir-flag.ts";
 import { DOCTOR_CHECKS, doctorContext, runDoctor } from "../doctor/checks.ts";
 
 export interface DoctorJson {
@@ -25,15 +25,12 @@ export default class Doctor extends Command {
   ];
   static override enableJsonFlag = true;
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<DoctorJson> {
     const { flags } = await this.parse(Doctor);
-    const dir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(process.env);
+    const dir = configDirOf(flags.dir);
     const report = await runDoctor(DOCTOR_CHECKS, doctorContext(dir, process.env));
     if (!report.ok) process.exitCode = 1;
     if (!this.jsonEnabled()) {

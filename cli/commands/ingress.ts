@@ -1,5 +1,6 @@
-import { Command, Flags } from "@oclif/core";
+import { Command } from "@oclif/core";
 import { runIngress } from "../../ingress/main.ts";
+import { dirFlag } from "../config-dir-flag.ts";
 
 export default class Ingress extends Command {
   static override summary =
@@ -18,10 +19,7 @@ export default class Ingress extends Command {
     "SVC_HOST=0.0.0.0 SVC_PORT=8080 <%= config.bin %> ingress --dir ./deploy/.svc",
   ];
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<void> {

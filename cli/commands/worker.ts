@@ -1,12 +1,12 @@
-import { Command, Flags } from "@oclif/core";
+import { Command } from "@oclif/core";
 import { resolveDatabase } from "../../db/connect.ts";
-import { configDirFrom } from "../../shared/config/dir.ts";
 import { formatProblems } from "../../shared/config/format.ts";
 import { loadConfig } from "../../shared/config/load.ts";
 import { RetrievalToolError } from "../../shared/knowledge/qmd.ts";
 import { KnowledgeIndexError } from "../../shared/knowledge/service.ts";
 import { createLogger } from "../../shared/logger.ts";
 import { startWorker } from "../../worker/worker.ts";
+import { configDirOf, dirFlag } from "../config-dir-flag.ts";
 
 function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const value = env[name];
@@ -31,16 +31,13 @@ export default class Worker extends Command {
     "<%= config.bin %> worker --dir ./.svc",
   ];
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Worker);
     const env = process.env;
-    const dir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(env);
+    const dir = configDirOf(flags.dir, env);
     const logger = createLogger({ role: "worker" });
     const loaded = await loadConfig({ dir, env });
     if (!loaded.ok) {

@@ -1,6 +1,5 @@
 import { stat } from "node:fs/promises";
 import { Command, Flags } from "@oclif/core";
-import { configDirFrom } from "../../../shared/config/dir.ts";
 import {
   applyMigration,
   backupConfig,
@@ -9,6 +8,7 @@ import {
   planMigration,
   unifiedDiff,
 } from "../../../shared/config/migrate/index.ts";
+import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 
 export interface MigrateJson {
   dir: string;
@@ -38,10 +38,7 @@ export default class ConfigMigrate extends Command {
   ];
   static override enableJsonFlag = true;
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
     "dry-run": Flags.boolean({ description: "print the unified diff of every rewrite and write nothing" }),
     to: Flags.string({
       description: `apply the changes of releases up to this one (default: ${LATEST_CONFIG_RELEASE}, the last release that changed the configuration)`,
@@ -51,7 +48,7 @@ export default class ConfigMigrate extends Command {
 
   async run(): Promise<MigrateJson> {
     const { flags } = await this.parse(ConfigMigrate);
-    const dir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(process.env);
+    const dir = configDirOf(flags.dir);
     if (!(await stat(dir).catch(() => undefined))?.isDirectory())
       this.error(`${dir} is not a configuration directory - point --dir or SVC_CONFIG_DIR at it`, {
         exit: 1,

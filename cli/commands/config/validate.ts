@@ -1,8 +1,8 @@
-import { Command, Flags } from "@oclif/core";
-import { configDirFrom } from "../../../shared/config/dir.ts";
+import { Command } from "@oclif/core";
 import { formatProblems, summarizeProblems } from "../../../shared/config/format.ts";
 import { type ProblemJson, problemJson } from "../../../shared/config/json.ts";
 import { loadConfig } from "../../../shared/config/load.ts";
+import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 
 export interface ValidateJson {
   ok: boolean;
@@ -26,15 +26,12 @@ export default class ConfigValidate extends Command {
   ];
   static override enableJsonFlag = true;
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<ValidateJson> {
     const { flags } = await this.parse(ConfigValidate);
-    const dir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(process.env);
+    const dir = configDirOf(flags.dir);
     const result = await loadConfig({ dir, env: process.env });
     const problems = result.problems.map(problemJson);
     if (!result.ok) {

@@ -1,5 +1,5 @@
-import { Command, Flags } from "@oclif/core";
-import { configDirFrom } from "../../../shared/config/dir.ts";
+import { Command } from "@oclif/core";
+import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 import { type StartJson, startDaemon } from "./start.ts";
 import { stopDaemon } from "./stop.ts";
 
@@ -14,15 +14,12 @@ export default class DaemonRestart extends Command {
   ];
   static override enableJsonFlag = true;
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<StartJson> {
     const { flags } = await this.parse(DaemonRestart);
-    const configDir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(process.env);
+    const configDir = configDirOf(flags.dir);
     await stopDaemon(this, configDir);
     return startDaemon(this, configDir);
   }

@@ -1,6 +1,6 @@
-import { Command, Flags } from "@oclif/core";
-import { configDirFrom } from "../../../shared/config/dir.ts";
+import { Command } from "@oclif/core";
 import { daemonUrl } from "../../client.ts";
+import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 import { ROLES, runningPid } from "../../daemon-processes.ts";
 import { installation } from "../../update/installation.ts";
 
@@ -26,15 +26,12 @@ export default class DaemonStatus extends Command {
   ];
   static override enableJsonFlag = true;
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<StatusJson> {
     const { flags } = await this.parse(DaemonStatus);
-    const configDir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(process.env);
+    const configDir = configDirOf(flags.dir);
     let url: string;
     try {
       url = daemonUrl();

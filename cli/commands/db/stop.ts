@@ -1,7 +1,7 @@
 import { join } from "node:path";
-import { Command, Flags } from "@oclif/core";
+import { Command } from "@oclif/core";
 import { stopEmbeddedPostgres } from "../../../db/embedded.ts";
-import { configDirFrom } from "../../../shared/config/dir.ts";
+import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 import { ROLES, runningPid } from "../../daemon-processes.ts";
 
 export interface DbStopJson {
@@ -23,15 +23,12 @@ export default class DbStop extends Command {
   ];
   static override enableJsonFlag = true;
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<DbStopJson> {
     const { flags } = await this.parse(DbStop);
-    const configDir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(process.env);
+    const configDir = configDirOf(flags.dir);
     for (const role of ROLES) {
       const pid = await runningPid(configDir, role);
       if (pid)

@@ -1,9 +1,9 @@
-import { Command, Flags } from "@oclif/core";
-import { configDirFrom } from "../../../shared/config/dir.ts";
+import { Command } from "@oclif/core";
 import { formatProblems } from "../../../shared/config/format.ts";
 import { loadConfig } from "../../../shared/config/load.ts";
 import { Knowledge } from "../../../shared/knowledge/service.ts";
 import { createLogger } from "../../../shared/logger.ts";
+import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 
 export default class KnowledgeReindex extends Command {
   static override summary = "Rebuild the knowledge index now";
@@ -18,15 +18,12 @@ export default class KnowledgeReindex extends Command {
     "<%= config.bin %> knowledge reindex --dir /etc/svc",
   ];
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<void> {
     const { flags } = await this.parse(KnowledgeReindex);
-    const dir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(process.env);
+    const dir = configDirOf(flags.dir);
     const loaded = await loadConfig({ dir, env: process.env });
     if (!loaded.ok) this.error(formatProblems(loaded.problems), { exit: 1 });
     // progress goes to the terminal; the structured lines would repeat it

@@ -1,6 +1,7 @@
-import { Command, Flags } from "@oclif/core";
+import { Command } from "@oclif/core";
 import { configDirFrom, instanceKeyPath } from "../../../shared/config/dir.ts";
 import { createInstanceKey, InstanceKeyError } from "../../../shared/secrets/instance-key.ts";
+import { dirFlag } from "../../config-dir-flag.ts";
 
 export default class SetupInstanceKey extends Command {
   static override summary = "Create the instance key that encrypts stored secrets";
@@ -14,10 +15,7 @@ export default class SetupInstanceKey extends Command {
     "SVC_INSTANCE_KEY_FILE=/etc/svc/instance.key <%= config.bin %> setup instance-key",
   ];
   static override flags = {
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   /** The message as written (oclif's error() rewraps it), then exit 1. */

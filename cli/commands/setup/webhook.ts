@@ -4,6 +4,7 @@ import { migrate } from "../../../db/migrate.ts";
 import { putSecret } from "../../../db/secrets.ts";
 import { configDirFrom, instanceKeyPath } from "../../../shared/config/dir.ts";
 import { InstanceKeyError, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
+import { dirFlag } from "../../config-dir-flag.ts";
 
 const SOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -33,10 +34,7 @@ export default class SetupWebhook extends Command {
       helpValue: "<ENV_NAME>",
       required: true,
     }),
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   /** The message as written (oclif's error() rewraps it), then exit 1. */

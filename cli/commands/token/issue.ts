@@ -2,7 +2,7 @@ import { Command, Flags } from "@oclif/core";
 import { issueToken } from "../../../db/api_tokens.ts";
 import { createPool, redactUrl, resolveDatabase } from "../../../db/connect.ts";
 import { migrate } from "../../../db/migrate.ts";
-import { configDirFrom } from "../../../shared/config/dir.ts";
+import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 
 export interface IssueJson {
   id: string;
@@ -26,10 +26,7 @@ export default class TokenIssue extends Command {
   static override enableJsonFlag = true;
   static override flags = {
     name: Flags.string({ description: "a label for the token (who or what uses it)", default: "operator" }),
-    dir: Flags.string({
-      description: "configuration directory (default: $SVC_CONFIG_DIR, else ./.svc)",
-      helpValue: "<path>",
-    }),
+    dir: dirFlag,
   };
 
   async run(): Promise<IssueJson> {
@@ -37,7 +34,7 @@ export default class TokenIssue extends Command {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(flags.name)) {
       this.error("--name must be 1-64 letters, digits, dots, dashes or underscores", { exit: 2 });
     }
-    const configDir = flags.dir ? configDirFrom({ SVC_CONFIG_DIR: flags.dir }) : configDirFrom(process.env);
+    const configDir = configDirOf(flags.dir);
     const database = await resolveDatabase(configDir, process.env).catch((error: Error) =>
       this.error(`cannot start the embedded Postgres: ${error.message}`, { exit: 1 }),
     );
