@@ -1,5 +1,5 @@
 import { Args, Command, Flags } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../client.ts";
+import { fromDaemon } from "../from-daemon.ts";
 
 export interface AskJson {
   answer: string;
@@ -38,25 +38,24 @@ export default class Ask extends Command {
 
   async run(): Promise<AskJson> {
     const { args, flags } = await this.parse(Ask);
-    let answer: AskJson;
-    try {
-      const client = await connectDaemon();
-      answer = await client.post<AskJson>(
-        "/ask",
-        { question: args.question, ...(flags.target?.length ? { targets: flags.target } : {}) },
-        ASK_TIMEOUT_MS,
-      );
-    } catch (error) {
-      if (error instanceof DaemonError && error.code === "ask_unavailable") {
-        this.logToStderr(error.message);
-        for (const entry of (error.details.targets as { target: string; reason: string }[] | undefined) ?? [])
-          this.logToStderr(`  ${entry.target}: ${entry.reason}`);
-        this.exit(1);
-      }
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+    const answer: AskJson = await fromDaemon(
+      this,
+      (client) =>
+        client.post<AskJson>(
+          "/ask",
+          { question: args.question, ...(flags.target?.length ? { targets: flags.target } : {}) },
+          ASK_TIMEOUT_MS,
+        ),
+      (error) => {
+        if (error.code === "ask_unavailable") {
+          this.logToStderr(error.message);
+          for (const entry of (error.details.targets as { target: string; reason: string }[] | undefined) ??
+            [])
+            this.logToStderr(`  ${entry.target}: ${entry.reason}`);
+          this.exit(1);
+        }
+      },
+    );
     if (!this.jsonEnabled()) {
       this.log(answer.answer);
       this.log("");

@@ -1,5 +1,5 @@
 import { Args, Command } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../client.ts";
+import { fromDaemon } from "../from-daemon.ts";
 
 /** A kind prefix plus at least six id characters, as the daemon requires. */
 const TRACE_ID = /^(trg|run|inv|tsk)_[a-z2-7]{6,}$/;
@@ -76,22 +76,19 @@ export default class Trace extends Command {
         },
       );
     }
-    let answer: TraceAnswer;
-    try {
-      const client = await connectDaemon();
-      answer = await client.get<TraceAnswer>(`/trace/${encodeURIComponent(input)}`);
-    } catch (error) {
-      if (error instanceof DaemonError && error.code === "ambiguous_id") {
-        const candidates = (error.details.candidates as string[] | undefined) ?? [];
-        // straight to stderr: oclif's logToStderr is silent under --json, and the contract wants these lines
-        process.stderr.write(`${input} is ambiguous; candidates:\n`);
-        for (const candidate of candidates) process.stderr.write(`  ${candidate}\n`);
-        this.exit(1);
-      }
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+    const answer: TraceAnswer = await fromDaemon(
+      this,
+      (client) => client.get<TraceAnswer>(`/trace/${encodeURIComponent(input)}`),
+      (error) => {
+        if (error.code === "ambiguous_id") {
+          const candidates = (error.details.candidates as string[] | undefined) ?? [];
+          // straight to stderr: oclif's logToStderr is silent under --json, and the contract wants these lines
+          process.stderr.write(`${input} is ambiguous; candidates:\n`);
+          for (const candidate of candidates) process.stderr.write(`  ${candidate}\n`);
+          this.exit(1);
+        }
+      },
+    );
     // also with --json: stdout holds only the document, stderr says which id the prefix resolved to
     if (answer.resolved !== input) process.stderr.write(`resolved ${input} -> ${answer.resolved}\n`);
     const json: TraceJson = {

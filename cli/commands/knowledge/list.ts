@@ -1,5 +1,5 @@
 import { Command } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 
 interface ListAnswer {
   engine: string;
@@ -17,14 +17,7 @@ export default class KnowledgeList extends Command {
 
   async run(): Promise<ListAnswer> {
     await this.parse(KnowledgeList);
-    let answer: ListAnswer;
-    try {
-      answer = await (await connectDaemon()).get<ListAnswer>("/knowledge");
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+    const answer: ListAnswer = await fromDaemon(this, (client) => client.get<ListAnswer>("/knowledge"));
     if (!this.jsonEnabled()) {
       if (answer.documents.length === 0)
         this.log("no knowledge documents (add Markdown files under .svc/knowledge/)");

@@ -1,5 +1,5 @@
 import { Args, Command, Flags } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 
 interface SearchAnswer {
   query: string;
@@ -28,17 +28,12 @@ export default class KnowledgeSearch extends Command {
 
   async run(): Promise<SearchAnswer> {
     const { args, flags } = await this.parse(KnowledgeSearch);
-    let answer: SearchAnswer;
-    try {
-      answer = await (await connectDaemon()).get<SearchAnswer>("/knowledge", {
+    const answer: SearchAnswer = await fromDaemon(this, (client) =>
+      client.get<SearchAnswer>("/knowledge", {
         q: args.query,
         limit: flags.limit,
-      });
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+      }),
+    );
     if (!this.jsonEnabled()) {
       if (answer.passages.length === 0) this.log(`nothing found for "${answer.query}"`);
       for (const passage of answer.passages) {

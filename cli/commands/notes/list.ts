@@ -1,5 +1,5 @@
 import { Command, Flags } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 
 export interface NoteView {
   id: string;
@@ -36,22 +36,16 @@ export default class NotesList extends Command {
 
   async run(): Promise<{ notes: NoteView[] }> {
     const { flags } = await this.parse(NotesList);
-    let answer: { notes: NoteView[] };
-    try {
-      const client = await connectDaemon();
-      answer = await client.get("/notes", {
+    const answer: { notes: NoteView[] } = await fromDaemon(this, (client) =>
+      client.get("/notes", {
         pipeline: flags.pipeline,
         agent: flags.agent,
         repo: flags.repo,
         tag: flags.tag,
         q: flags.query,
         limit: flags.limit,
-      });
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+      }),
+    );
     if (!this.jsonEnabled()) {
       if (!answer.notes.length) this.log("no notes match");
       for (const note of answer.notes) {

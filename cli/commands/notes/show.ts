@@ -1,5 +1,5 @@
 import { Args, Command } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 import type { NoteView } from "./list.ts";
 
 export default class NotesShow extends Command {
@@ -18,15 +18,9 @@ export default class NotesShow extends Command {
 
   async run(): Promise<{ note: NoteView }> {
     const { args } = await this.parse(NotesShow);
-    let answer: { note: NoteView };
-    try {
-      const client = await connectDaemon();
-      answer = await client.get(`/notes/${encodeURIComponent(args.id)}`);
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+    const answer: { note: NoteView } = await fromDaemon(this, (client) =>
+      client.get(`/notes/${encodeURIComponent(args.id)}`),
+    );
     if (!this.jsonEnabled()) {
       const { note } = answer;
       this.log(`${note.id}  ${note.title ?? "(untitled)"}`);

@@ -1,5 +1,5 @@
 import { Args, Command } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 
 interface ResumeAnswer {
   pipeline: string;
@@ -25,15 +25,9 @@ export default class QueueResume extends Command {
 
   async run(): Promise<ResumeAnswer> {
     const { args } = await this.parse(QueueResume);
-    let answer: ResumeAnswer;
-    try {
-      const client = await connectDaemon();
-      answer = await client.post<ResumeAnswer>("/admin/resume", { pipeline: args.pipeline });
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+    const answer: ResumeAnswer = await fromDaemon(this, (client) =>
+      client.post<ResumeAnswer>("/admin/resume", { pipeline: args.pipeline }),
+    );
     if (!this.jsonEnabled()) {
       this.log(
         answer.wasOpen

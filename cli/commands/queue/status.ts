@@ -1,5 +1,5 @@
 import { Command, Flags } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 
 interface QueueJob {
   id: string;
@@ -45,18 +45,12 @@ export default class QueueStatus extends Command {
 
   async run(): Promise<QueueAnswer> {
     const { flags } = await this.parse(QueueStatus);
-    let answer: QueueAnswer;
-    try {
-      const client = await connectDaemon();
-      answer = await client.get<QueueAnswer>("/queue/status", {
+    const answer: QueueAnswer = await fromDaemon(this, (client) =>
+      client.get<QueueAnswer>("/queue/status", {
         since: flags.since,
         ...(flags.verbose ? { verbose: 1, limit: flags.limit, offset: flags.offset } : {}),
-      });
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+      }),
+    );
     if (!this.jsonEnabled()) {
       const { counts, recent } = answer;
       this.log(`active: ${counts.active}`);

@@ -1,5 +1,5 @@
 import { Command } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 
 interface ScheduleRow {
   name: string;
@@ -28,14 +28,7 @@ export default class ScheduleList extends Command {
 
   async run(): Promise<ListAnswer> {
     await this.parse(ScheduleList);
-    let answer: ListAnswer;
-    try {
-      answer = await (await connectDaemon()).get<ListAnswer>("/schedules");
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+    const answer: ListAnswer = await fromDaemon(this, (client) => client.get<ListAnswer>("/schedules"));
     if (!this.jsonEnabled()) {
       if (!answer.schedules.length) {
         this.log("no schedules configured (add trigger.schedule to a pipeline)");

@@ -1,5 +1,5 @@
 import { Args, Command } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 
 export default class ScheduleRun extends Command {
   static override summary = "Fire a schedule now";
@@ -19,19 +19,16 @@ export default class ScheduleRun extends Command {
 
   async run(): Promise<{ trigger: string }> {
     const { args } = await this.parse(ScheduleRun);
-    let answer: { trigger: string };
-    try {
-      const client = await connectDaemon();
-      answer = await client.post<{ trigger: string }>(`/schedules/${encodeURIComponent(args.name)}/run`, {});
-    } catch (error) {
-      if (error instanceof DaemonError && error.status === 404)
-        this.error(`no schedule named "${args.name}" - \`svc schedule list\` shows the configured ones`, {
-          exit: 1,
-        });
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+    const answer: { trigger: string } = await fromDaemon(
+      this,
+      (client) => client.post<{ trigger: string }>(`/schedules/${encodeURIComponent(args.name)}/run`, {}),
+      (error) => {
+        if (error.status === 404)
+          this.error(`no schedule named "${args.name}" - \`svc schedule list\` shows the configured ones`, {
+            exit: 1,
+          });
+      },
+    );
     if (!this.jsonEnabled()) this.log(answer.trigger);
     return answer;
   }

@@ -1,5 +1,5 @@
 import { Args, Command } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 
 interface InspectAnswer {
   trigger: Record<string, unknown> & { diagnostic: { code: string; message: string } | null };
@@ -20,15 +20,9 @@ export default class TriggerInspect extends Command {
   async run(): Promise<InspectAnswer> {
     const { args } = await this.parse(TriggerInspect);
     if (!/^trg_[a-z2-7]+$/.test(args.id)) this.error(`"${args.id}" is not a trigger id (trg_…)`, { exit: 2 });
-    let answer: InspectAnswer;
-    try {
-      const client = await connectDaemon();
-      answer = await client.get<InspectAnswer>(`/triggers/${encodeURIComponent(args.id)}`);
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+    const answer: InspectAnswer = await fromDaemon(this, (client) =>
+      client.get<InspectAnswer>(`/triggers/${encodeURIComponent(args.id)}`),
+    );
     if (!this.jsonEnabled()) {
       const { payload, diagnostic, ...rest } = answer.trigger;
       for (const [key, value] of Object.entries(rest)) this.log(`${key.padEnd(11)} ${value ?? "-"}`);

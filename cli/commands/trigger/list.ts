@@ -1,5 +1,5 @@
 import { Command, Flags } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 import { sinceFlag, statusFlag } from "../../trigger-flags.ts";
 
 interface TriggerRow {
@@ -45,22 +45,16 @@ export default class TriggerList extends Command {
 
   async run(): Promise<ListAnswer> {
     const { flags } = await this.parse(TriggerList);
-    let answer: ListAnswer;
-    try {
-      const client = await connectDaemon();
-      answer = await client.get<ListAnswer>("/triggers", {
+    const answer: ListAnswer = await fromDaemon(this, (client) =>
+      client.get<ListAnswer>("/triggers", {
         status: flags.status,
         code: flags.code,
         source: flags.source,
         since: flags.since,
         limit: flags.limit,
         cursor: flags.cursor,
-      });
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+      }),
+    );
     if (!this.jsonEnabled()) {
       if (!answer.triggers.length) this.log("no triggers match");
       for (const row of answer.triggers) {

@@ -1,5 +1,5 @@
 import { Command, Flags } from "@oclif/core";
-import { connectDaemon, DaemonError, DaemonUnreachableError } from "../../client.ts";
+import { fromDaemon } from "../../from-daemon.ts";
 import { sinceFlag, statusFlag } from "../../trigger-flags.ts";
 
 interface StatsAnswer {
@@ -27,19 +27,13 @@ export default class TriggerStats extends Command {
 
   async run(): Promise<StatsAnswer> {
     const { flags } = await this.parse(TriggerStats);
-    let answer: StatsAnswer;
-    try {
-      const client = await connectDaemon();
-      answer = await client.get<StatsAnswer>("/triggers/stats", {
+    const answer: StatsAnswer = await fromDaemon(this, (client) =>
+      client.get<StatsAnswer>("/triggers/stats", {
         status: flags.status,
         by: flags.by,
         since: flags.since,
-      });
-    } catch (error) {
-      if (error instanceof DaemonError || error instanceof DaemonUnreachableError)
-        this.error(error.message, { exit: 1 });
-      throw error;
-    }
+      }),
+    );
     if (!this.jsonEnabled()) {
       this.log(`${flags.status} triggers by ${answer.by}: ${answer.total}`);
       for (const group of answer.groups)
