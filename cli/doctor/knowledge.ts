@@ -1,7 +1,6 @@
-import { access, constants } from "node:fs/promises";
-import { delimiter, join } from "node:path";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem } from "../../shared/config/types.ts";
+import { findOnPath, isExecutable } from "../../shared/executables.ts";
 import { checkQmdVersion, RetrievalToolError, resolveQmd } from "../../shared/knowledge/qmd.ts";
 import { discoverSources } from "../../shared/knowledge/sources.ts";
 import type { CheckOutcome, DoctorCheck } from "./checks.ts";
@@ -39,7 +38,11 @@ export const knowledgeCheck: DoctorCheck = {
       );
       return { status: "error", detail: error.message, problems };
     }
-    if (engine === "vector" && embedder && !(await onPath(embedder, ctx.env.PATH ?? ""))) {
+    if (
+      engine === "vector" &&
+      embedder &&
+      !(embedder.includes("/") ? isExecutable(embedder) : findOnPath(embedder, ctx.env))
+    ) {
       const message = `knowledge index: the embedder "${embedder}" cannot start: no such executable on the PATH`;
       new ConfigFile("daemon.yaml", problems).report(
         ["knowledge", "retrieval", "embedder"],
@@ -62,16 +65,3 @@ export const knowledgeCheck: DoctorCheck = {
     return { status: "ok", detail, problems: [] };
   },
 };
-
-async function onPath(name: string, path: string): Promise<boolean> {
-  const candidates = name.includes("/") ? [name] : path.split(delimiter).map((dir) => join(dir, name));
-  for (const candidate of candidates) {
-    try {
-      await access(candidate, constants.X_OK);
-      return true;
-    } catch {
-      // not here: try the next PATH entry
-    }
-  }
-  return false;
-}

@@ -1,5 +1,5 @@
-import { accessSync, constants } from "node:fs";
-import { delimiter, isAbsolute, join } from "node:path";
+import { isAbsolute } from "node:path";
+import { findOnPath } from "../../../executables.ts";
 
 /** a word that means the same with and without a shell: no quoting, globbing, expansion or operators */
 const PLAIN_WORD = /^[A-Za-z0-9_./=:@%+,-]+$/;
@@ -26,22 +26,7 @@ export function splitCommand(
   if (odd !== undefined || run.includes("\n"))
     return { reason: `"run" needs a shell (${JSON.stringify(odd ?? "a line break")})` };
   if (INPUT_REFERENCE.test(first)) return { reason: "the executable itself is an input reference" };
-  const exec = isAbsolute(first) ? first : onPath(first, env);
+  const exec = isAbsolute(first) ? first : findOnPath(first, env);
   if (!exec) return { reason: `"${first}" is not on PATH here, so its absolute path is unknown` };
   return { exec, args };
-}
-
-function onPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
-  if (name.includes("/")) return undefined;
-  for (const dir of (env.PATH ?? "").split(delimiter)) {
-    if (!dir || !isAbsolute(dir)) continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not in this directory: try the next, as the shell does
-    }
-  }
-  return undefined;
 }
