@@ -78,30 +78,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const knowledge = await openKnowledgeForRole(config, logger);
   const opened = openPools(options.databaseUrl, concurrency, logger);
   try {
-    await migrate(opened.pool);
     const { pool, records } = opened;
-    const cooldowns = await CredentialCooldowns.load(pool, logger);
-    const secrets = await CredentialSecrets.resolve(config, pool, env);
-    const boss = await startBoss({ url: options.databaseUrl, max: 4, logger });
-    opened.boss = boss;
-    const lanes = laneTargets(config);
-    for (const lane of lanes.keys()) await ensureLaneQueue(boss, lane, config.targets);
-    if (config.worker.metricsPort !== undefined) {
-      const token = await resolveMetricsToken(config, pool, env);
-      const watched = [DISPATCH_QUEUE, ...lanes.keys()];
-      opened.metrics = await startWorkerMetricsServer({ config, pool, boss, lanes: watched, logger, token });
-    }
-    const spawner = await Spawner.start();
-    opened.spawner = spawner;
-    opened.schedules = await startSchedules({
-      config,
-      databaseUrl: options.databaseUrl,
-      pool,
-      boss,
-      logger,
-      env,
-    });
-
+    const { cooldowns, secrets, boss, lanes, spawner } = await openServices(options, opened, env);
     const shutdown = new AbortController();
     const runs = new Map<string, RunHandle>();
     const deps: ExecuteDeps = {
@@ -133,15 +111,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       loop.poke();
     });
     await loop.start();
+    const probeIntervalMs = options.probeIntervalMs ?? 15_000;
     const stopSweeper = startSweeper({
-      ...{ pool, boss, config, cooldowns, secrets, logger, staleAfterMs, drain },
+      ...{ pool, boss, config, cooldowns, secrets, logger, staleAfterMs, drain, probeIntervalMs },
       maxAttempts: options.maxAttempts ?? 3,
-      probe: new CoolingProbe({
-        ...{ config, cooldowns, secrets, logger },
-        intervalMs: options.probeIntervalMs ?? 15_000,
-      }),
+      probe: new CoolingProbe({ config, cooldowns, secrets, logger, intervalMs: probeIntervalMs }),
       reapIntervalMs: options.reapIntervalMs ?? Math.max(1_000, staleAfterMs / 3),
-      probeIntervalMs: options.probeIntervalMs ?? 15_000,
       sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000,
     });
     logger.info("worker started", {
@@ -165,6 +140,32 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     await close(opened, false);
     throw error;
   }
+}
+
+/**
+ * Migrates, then opens what the parts share: the credential state, pg-boss and the lane queues, the
+ * metrics server when `worker.metrics_port` is set, the spawner and the schedules. Each is recorded
+ * in `opened` as soon as it is open, so a failed start closes exactly what was opened.
+ */
+async function openServices(options: WorkerOptions, opened: Resources, env: NodeJS.ProcessEnv) {
+  const { config, logger, databaseUrl } = options;
+  const { pool } = opened;
+  await migrate(pool);
+  const cooldowns = await CredentialCooldowns.load(pool, logger);
+  const secrets = await CredentialSecrets.resolve(config, pool, env);
+  const boss = await startBoss({ url: databaseUrl, max: 4, logger });
+  opened.boss = boss;
+  const lanes = laneTargets(config);
+  for (const lane of lanes.keys()) await ensureLaneQueue(boss, lane, config.targets);
+  if (config.worker.metricsPort !== undefined) {
+    const token = await resolveMetricsToken(config, pool, env);
+    const watched = [DISPATCH_QUEUE, ...lanes.keys()];
+    opened.metrics = await startWorkerMetricsServer({ config, pool, boss, lanes: watched, logger, token });
+  }
+  const spawner = await Spawner.start();
+  opened.spawner = spawner;
+  opened.schedules = await startSchedules({ config, databaseUrl, pool, boss, logger, env });
+  return { cooldowns, secrets, boss, lanes, spawner };
 }
 
 /**
