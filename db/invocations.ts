@@ -63,16 +63,7 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
  */
 export async function insertWorkloadWithClaimedInvocation(
   db: Queryable,
-  row: {
-    workloadId: string;
-    triggerId: string;
-    pipeline: string;
-    owner: string | null;
-    workspace: string;
-    invocationId: string;
-    target: string | null;
-    workerId: string;
-  },
+  row: QueuedRun & { workerId: string },
 ): Promise<InvocationRow> {
   // the trigger moves to `running` in the same statement: dispatch's common path costs one round trip
   const { rows } = await db.query<InvocationRow>({

@@ -1,4 +1,5 @@
 import type { Diagnostic } from "../shared/diagnostics.ts";
+import type { NewArtifact } from "./artifacts.ts";
 import type { Queryable } from "./queryable.ts";
 
 /**
@@ -67,15 +68,8 @@ export interface LineageTask {
   finishedAt: Date | null;
 }
 
-export interface LineageArtifact {
-  id: string;
-  invocationId: string;
-  taskId: string | null;
-  name: string;
-  mediaType: string;
-  size: number;
-  path: string | null;
-  rendered: string | null;
+/** An artifact as stored: what was written (NewArtifact) and when. */
+export interface LineageArtifact extends NewArtifact {
   createdAt: Date;
 }
 
