@@ -1,21 +1,19 @@
-import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBoss } from "../../../db/boss.ts";
-import { createPool } from "../../../db/connect.ts";
-import { migrate } from "../../../db/migrate.ts";
 import type { CommandTarget } from "../../../shared/config/types.ts";
 import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
-import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,
-  configDir,
   fire,
   lineage,
   makeConfig,
+  openTestBed,
   pipeline,
+  type TestBed,
   waitForTrigger,
   writeScript,
 } from "./helpers.ts";
@@ -50,6 +48,7 @@ function target(name: string, keys: string[]): CommandTarget {
 }
 
 describe("command targets with credentials", () => {
+  let bed: TestBed;
   let database: TestDatabase;
   let pool: pg.Pool;
   let boss: PgBoss;
@@ -58,10 +57,8 @@ describe("command targets with credentials", () => {
   const { logger } = captureLogger();
 
   beforeAll(async () => {
-    database = await createTestDatabase(inject("adminDatabaseUrl"));
-    pool = createPool(database.url);
-    await migrate(pool);
-    dir = await configDir();
+    bed = await openTestBed();
+    ({ database, pool, dir } = bed);
     await writeScript(join(dir, "bin", "keyed-agent"), AGENT);
     const trigger = (hook: string) => ({ webhook: [hook], codehost: [], tracker: [] });
     const config = makeConfig(dir, {
@@ -81,9 +78,7 @@ describe("command targets with credentials", () => {
   afterAll(async () => {
     await worker?.stop(1_000);
     await boss?.stop({ graceful: false });
-    await pool?.end();
-    await database?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await bed?.close();
   });
 
   it("an auth_failure exit code or stderr pattern kills the credential; the next one runs the agent", async () => {

@@ -1,15 +1,19 @@
-import { chmod, mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
+import { inject } from "vitest";
 import { transactionDb, wakeWorkers } from "../../../db/boss.ts";
+import { createPool } from "../../../db/connect.ts";
+import { migrate } from "../../../db/migrate.ts";
 import { withTransaction } from "../../../db/transaction.ts";
 import { insertTrigger, type TriggerKind } from "../../../db/triggers.ts";
 import type { ConfigSnapshot, Target } from "../../../shared/config/types.ts";
 import { createLogger, type Logger } from "../../../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
+import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 
 export { pipeline } from "../../support/pipeline.ts";
 
@@ -49,6 +53,32 @@ export function makeConfig(dir: string, overrides: Partial<ConfigSnapshot> = {})
 
 export function commandTarget(name: string, command: string[], timeoutMs = 20_000): Target {
   return { name, runtime: "command", command, timeoutMs, credentials: [] };
+}
+
+/** What a worker test runs on: a migrated database of its own, a pool on it, a configuration directory. */
+export interface TestBed {
+  database: TestDatabase;
+  pool: pg.Pool;
+  dir: string;
+  /** ends the pool, drops the database and removes the directory */
+  close(): Promise<void>;
+}
+
+export async function openTestBed(): Promise<TestBed> {
+  const database = await createTestDatabase(inject("adminDatabaseUrl"));
+  const pool = createPool(database.url);
+  await migrate(pool);
+  const dir = await configDir();
+  return {
+    database,
+    pool,
+    dir,
+    close: async () => {
+      await pool.end();
+      await database.drop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** A temporary configuration directory with an executable agent script in it. */

@@ -1,13 +1,11 @@
 import { existsSync } from "node:fs";
-import { mkdir, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureQueue, startBoss } from "../../../db/boss.ts";
-import { createPool } from "../../../db/connect.ts";
 import { insertQueuedRuns } from "../../../db/invocations.ts";
-import { migrate } from "../../../db/migrate.ts";
 import { insertNote } from "../../../db/notes.ts";
 import { newId } from "../../../shared/ids.ts";
 import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
@@ -15,29 +13,26 @@ import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
 import { LOCAL_LANE } from "../../../worker/lanes.ts";
 import { reapStaleInvocations } from "../../../worker/reaper.ts";
 import { sweepWorkspaces } from "../../../worker/retention.ts";
-import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
-import { captureLogger, configDir, fire, makeConfig, pipeline } from "./helpers.ts";
+import type { TestDatabase } from "../../support/database.ts";
+import { captureLogger, fire, makeConfig, openTestBed, pipeline, type TestBed } from "./helpers.ts";
 
 describe("reaper and retention sweeper", () => {
+  let bed: TestBed;
   let database: TestDatabase;
   let pool: pg.Pool;
   let boss: PgBoss;
   let dir: string;
 
   beforeAll(async () => {
-    database = await createTestDatabase(inject("adminDatabaseUrl"));
-    pool = createPool(database.url);
-    await migrate(pool);
+    bed = await openTestBed();
+    ({ database, pool, dir } = bed);
     boss = await startBoss({ url: database.url, supervise: false });
     // the lane a worker creates at start-up; this test reaps without a running worker
     await ensureQueue(boss, LOCAL_LANE, { notify: false });
-    dir = await configDir();
   });
   afterAll(async () => {
     await boss?.stop({ graceful: false });
-    await pool?.end();
-    await database?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await bed?.close();
   });
 
   async function staleRun(attempts: number): Promise<{ trigger: string; invocation: string }> {

@@ -1,27 +1,26 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBoss, transactionDb, wakeWorkers } from "../../../db/boss.ts";
-import { createPool } from "../../../db/connect.ts";
-import { migrate } from "../../../db/migrate.ts";
 import { withTransaction } from "../../../db/transaction.ts";
 import { insertTrigger } from "../../../db/triggers.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
-import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,
   commandTarget,
-  configDir,
   fire,
   lineage,
   makeConfig,
+  openTestBed,
   pipeline,
+  type TestBed,
   waitFor,
   waitForTrigger,
   writeScript,
@@ -30,6 +29,7 @@ import {
 const ENV_DUMP = 'env > "$RUN_DIR/env.txt"; printf "%s" "$PAYLOAD_JSON" > "$SURFACE_DIR/payload.json"';
 
 describe("worker: dispatch and run against real Postgres and real processes", () => {
+  let bed: TestBed;
   let database: TestDatabase;
   let pool: pg.Pool;
   let boss: PgBoss;
@@ -41,10 +41,8 @@ describe("worker: dispatch and run against real Postgres and real processes", ()
   const { logger, lines } = captureLogger();
 
   beforeAll(async () => {
-    database = await createTestDatabase(inject("adminDatabaseUrl"));
-    pool = createPool(database.url);
-    await migrate(pool);
-    dir = await configDir();
+    bed = await openTestBed();
+    ({ database, pool, dir } = bed);
     // the agent: reads its prompt on stdin, chats on stdout, ends with its JSON result
     await writeScript(
       join(dir, "bin", "agent"),
@@ -169,9 +167,7 @@ sleep 300
   afterAll(async () => {
     await worker?.stop(1_000);
     await boss?.stop({ graceful: false });
-    await pool?.end();
-    await database?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await bed?.close();
   });
 
   it("runs a webhook's pipeline: setup step with exactly the contract's environment, then the command agent", async () => {

@@ -1,11 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { rm } from "node:fs/promises";
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureLaneQueue, startBoss } from "../../../db/boss.ts";
-import { createPool } from "../../../db/connect.ts";
-import { migrate } from "../../../db/migrate.ts";
 import { withTransaction } from "../../../db/transaction.ts";
 import { insertTrigger } from "../../../db/triggers.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
@@ -14,14 +11,15 @@ import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
 import { dispatchTriggers } from "../../../worker/dispatch.ts";
 import { laneTargets } from "../../../worker/lanes.ts";
 import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
-import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,
-  configDir,
   fire,
   lineage,
   makeConfig,
+  openTestBed,
   pipeline,
+  type TestBed,
   waitFor,
   waitForTrigger,
 } from "./helpers.ts";
@@ -38,6 +36,7 @@ import {
  * an operator would: the read throws `canceling statement due to user request`.
  */
 describe("worker: a thrown error while a run resolves its event gives its slot back", () => {
+  let bed: TestBed;
   let database: TestDatabase;
   let pool: pg.Pool;
   let boss: PgBoss;
@@ -46,10 +45,8 @@ describe("worker: a thrown error while a run resolves its event gives its slot b
   const { logger } = captureLogger();
 
   beforeAll(async () => {
-    database = await createTestDatabase(inject("adminDatabaseUrl"));
-    pool = createPool(database.url);
-    await migrate(pool);
-    dir = await configDir();
+    bed = await openTestBed();
+    ({ database, pool, dir } = bed);
     config = makeConfig(dir, {
       worker: { concurrency: 1, graceMs: 5_000 },
       pipelines: {
@@ -65,9 +62,7 @@ describe("worker: a thrown error while a run resolves its event gives its slot b
 
   afterAll(async () => {
     await boss?.stop({ graceful: false });
-    await pool?.end();
-    await database?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await bed?.close();
   });
 
   /** A trigger dispatched with no worker holding a slot: its run waits on its lane for any worker. */
