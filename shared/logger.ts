@@ -35,7 +35,8 @@ function redact(value: unknown, depth = 0): unknown {
   if (value instanceof Error) return { name: value.name, message: value.message };
   const out: Record<string, unknown> = {};
   for (const [key, inner] of Object.entries(value)) {
-    out[key] = SECRET_KEYS.test(key) ? MASK : redact(inner, depth + 1);
+    // an undefined field is left out, as JSON leaves it out
+    if (inner !== undefined) out[key] = SECRET_KEYS.test(key) ? MASK : redact(inner, depth + 1);
   }
   return out;
 }
@@ -61,11 +62,7 @@ export function createLogger(options: LoggerOptions): Logger {
   const write = (level: string, message: string, fields: Record<string, unknown> = {}) => {
     if (LEVELS[level]! > max) return;
     const timestamp = new Date().toISOString();
-    const rest: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(fields)) {
-      if (value === undefined) continue;
-      rest[key] = SECRET_KEYS.test(key) ? MASK : redact(value);
-    }
+    const rest = redact(fields) as Record<string, unknown>;
     if (!pretty) {
       stream.write(`${JSON.stringify({ level, message, role, ...rest, timestamp })}\n`);
       return;
