@@ -62,7 +62,8 @@ export class BatchedRecorder {
 
   async #store(batch: Waiting[]): Promise<void> {
     try {
-      const recorded = await this.#recordAll(batch);
+      const triggers = batch.map((waiting) => waiting.trigger);
+      const recorded = await recordTriggers(this.#pool, this.#boss, triggers);
       for (const [index, waiting] of batch.entries()) waiting.resolve(recorded[index]!);
     } catch (error) {
       if (batch.length === 1 || isConnectionError(error)) {
@@ -71,13 +72,5 @@ export class BatchedRecorder {
       }
       await Promise.all(batch.map((waiting) => this.#store([waiting])));
     }
-  }
-
-  #recordAll(batch: Waiting[]) {
-    return recordTriggers(
-      this.#pool,
-      this.#boss,
-      batch.map((waiting) => waiting.trigger),
-    );
   }
 }
