@@ -42,6 +42,14 @@ describe("dispatch wake-up", () => {
     return before.slice(0, -1).filter((payload) => !payload.startsWith("sentinel-"));
   };
 
+  const waitFor = async (done: () => Promise<boolean>) => {
+    const deadline = Date.now() + 10_000;
+    while (!(await done())) {
+      if (Date.now() > deadline) throw new Error("timed out waiting");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+
   beforeAll(async () => {
     database = await createTestDatabase(inject("adminDatabaseUrl"));
     pool = createPool(database.url);
@@ -106,13 +114,32 @@ describe("dispatch wake-up", () => {
 
   it("coalesces a burst into fewer wake-ups, the last one sent after the last commit", async () => {
     await heardUpToNow();
-    const burst = [3, 4, 5, 6, 7, 8, 9, 10];
-    await Promise.all(burst.map((n) => recordTrigger(pool, boss, hook(n))));
-    // the coalesced follow-up may still be on its way when the last recordTrigger returns
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    const wakes = await heardUpToNow();
-    expect(wakes.length).toBeGreaterThanOrEqual(1);
-    expect(wakes.length).toBeLessThan(burst.length);
-    expect(new Set(wakes)).toEqual(new Set([DISPATCH_QUEUE]));
+    // Hold the first wake-up's NOTIFY in flight until the whole burst has committed, so the test
+    // does not depend on how fast this machine commits: both of the boss's connections wait on an
+    // advisory lock this test holds, and the first NOTIFY queues behind them.
+    const holder = await pool.connect();
+    const held = [] as Promise<unknown>[];
+    try {
+      await holder.query("SELECT pg_advisory_lock(4242)");
+      for (let i = 0; i < 2; i += 1) {
+        held.push(boss.getDb().executeSql("SELECT pg_advisory_xact_lock_shared(4242)"));
+      }
+      await waitFor(async () => {
+        const { rows } = await pool.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'",
+        );
+        return rows[0].n === 2;
+      });
+      const burst = [3, 4, 5, 6, 7, 8, 9, 10];
+      await Promise.all(burst.map((n) => recordTrigger(pool, boss, hook(n))));
+      expect(heard).toEqual([]);
+    } finally {
+      await holder.query("SELECT pg_advisory_unlock(4242)");
+      holder.release();
+      await Promise.all(held);
+    }
+    // the first NOTIFY, then exactly one follow-up for the seven calls made while it was in flight
+    await waitFor(async () => heard.filter((payload) => payload === DISPATCH_QUEUE).length >= 2);
+    expect(await heardUpToNow()).toEqual([DISPATCH_QUEUE, DISPATCH_QUEUE]);
   });
 });
