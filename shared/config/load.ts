@@ -1,15 +1,22 @@
 import type { Dirent } from "node:fs";
-import { readdir, readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { list, readOrReport, readText, reportUnreadable, type Text } from "./config-files.ts";
 import { type DaemonSettings, type DeclaredNames, declaredNames, readDaemon } from "./daemon.ts";
-import { readAgent, readMembers, readPolicy, readSkill } from "./documents.ts";
-import { type PipelineDraft, readPipeline, resolvePipeline } from "./pipeline.ts";
-import { quote } from "./read.ts";
+import { readMembers } from "./documents.ts";
+import {
+  type DocumentReader,
+  readAgents,
+  readPolicies,
+  readSkills,
+  reportUnknownPolicies,
+} from "./load-documents.ts";
+import { type PipelineContext, type PipelineDraft, readPipeline, resolvePipeline } from "./pipeline.ts";
 import { REMOVED_VALUES, reportRemovedKeys } from "./removed-keys.ts";
 import { reportDuplicateScheduleNames } from "./schedule.ts";
 import { substituteEnv } from "./secrets.ts";
 import { ConfigFile, parseYaml } from "./source.ts";
-import type { Agent, ConfigProblem, ConfigSnapshot, LoadResult, Pipeline, Policy, Skill } from "./types.ts";
+import type { ConfigProblem, ConfigSnapshot, LoadResult, Pipeline } from "./types.ts";
 
 export interface LoadOptions {
   /** the configuration directory (relative paths resolve against the working directory) */
@@ -50,143 +57,74 @@ export async function loadConfig(options: LoadOptions): Promise<LoadResult> {
 
   if (protocolsDir)
     new ConfigFile("protocols", problems).report([], "removed_key", REMOVED_VALUES.protocolsDir);
+  const { daemon, declared } = readDaemonFile(dir, daemonText, problems, env);
+  const reader: DocumentReader = { dir, problems, files: new Map() };
+  const policies = await readPolicies(reader, policyFiles);
+  const { agents, names: agentNames } = await readAgents(reader, agentDirs);
+  const skills = await readSkills(reader, skillDirs);
+  reportUnknownPolicies(reader, [...Object.values(agents), ...Object.values(skills)], policies);
+  const members = readMembersFile(membersText, problems);
+  const pipelines = await readPipelines(dir, pipelineFiles, problems, {
+    daemon: daemon ?? emptyDaemon(),
+    declared,
+    agents: agentNames,
+    skills,
+    daemonKnown: daemon !== undefined,
+  });
 
-  // daemon.yaml
-  const daemonFile = new ConfigFile("daemon.yaml", problems);
-  let daemon: DaemonSettings | undefined;
-  let declared: DeclaredNames = declaredNames(undefined);
-  if (daemonText.kind === "missing") {
-    daemonFile.report(
+  problems.sort(byLocation);
+  if (!daemon || problems.some((problem) => problem.severity === "error")) return { ok: false, problems };
+  const config: ConfigSnapshot = { dir, ...daemon, pipelines, agents, skills, policies, members };
+  return { ok: true, config: deepFreeze(config), problems };
+}
+
+/** daemon.yaml: required. `declared` is what it names even when it does not validate. */
+function readDaemonFile(
+  dir: string,
+  text: Text,
+  problems: ConfigProblem[],
+  env: NodeJS.ProcessEnv,
+): { daemon: DaemonSettings | undefined; declared: DeclaredNames } {
+  const f = new ConfigFile("daemon.yaml", problems);
+  if (text.kind === "missing") {
+    f.report(
       [],
       "file_missing",
       `is missing - create ${join(dir, "daemon.yaml")} with at least "ask: { targets: [...] }" and a "targets:" map`,
     );
-  } else if (daemonText.kind === "error") {
-    daemonFile.report([], "file_unreadable", `cannot be read (${daemonText.reason}) - check its permissions`);
-  } else {
-    const parsed = parseYaml(daemonFile, daemonText.text);
-    if (parsed) {
-      reportRemovedKeys(daemonFile, parsed.data);
-      declared = declaredNames(parsed.data);
-      daemon = readDaemon(daemonFile, substituteEnv(daemonFile, parsed.data, env), env);
-    }
+    return { daemon: undefined, declared: declaredNames(undefined) };
   }
-
-  // policies/*.md
-  const policies: Record<string, Policy> = {};
-  await Promise.all(
-    policyFiles
-      .filter((entry) => entry.isFile() && entry.name.endsWith(".md"))
-      .map(async (entry) => {
-        const name = entry.name.slice(0, -3);
-        const f = new ConfigFile(`policies/${entry.name}`, problems);
-        const text = await readOrReport(f, join(dir, "policies", entry.name));
-        const policy = text === undefined ? undefined : readPolicy(f, name, text);
-        if (policy) policies[name] = policy;
-      }),
-  );
-  inNameOrder(policies);
-
-  // agents/<name>/PERSONA.md
-  const agents: Record<string, Agent> = {};
-  const documentFiles = new Map<string, ConfigFile>();
-  const agentNames = new Set<string>();
-  await Promise.all(
-    agentDirs
-      .filter((entry) => entry.isDirectory())
-      .map(async (entry) => {
-        const name = entry.name;
-        agentNames.add(name);
-        const [persona, soul] = await Promise.all([
-          readText(dir, `agents/${name}/PERSONA.md`),
-          stat(join(dir, "agents", name, "SOUL.md")).catch(() => undefined),
-        ]);
-        if (soul)
-          new ConfigFile(`agents/${name}/SOUL.md`, problems).report(
-            [],
-            "removed_key",
-            REMOVED_VALUES.soulFile,
-          );
-        const f = new ConfigFile(`agents/${name}/PERSONA.md`, problems);
-        if (persona.kind === "missing") {
-          if (!soul)
-            f.report(
-              [],
-              "file_missing",
-              `is missing - every agent directory needs a PERSONA.md with frontmatter and persona text`,
-            );
-          return;
-        }
-        if (persona.kind === "error") {
-          f.report([], "file_unreadable", `cannot be read (${persona.reason}) - check its permissions`);
-          return;
-        }
-        documentFiles.set(f.file, f);
-        const agent = readAgent(f, name, persona.text);
-        if (agent) agents[name] = agent;
-      }),
-  );
-  inNameOrder(agents);
-
-  // skills/<name>/SKILL.md
-  const skills: Record<string, Skill> = {};
-  await Promise.all(
-    skillDirs
-      .filter((entry) => entry.isDirectory())
-      .map(async (entry) => {
-        const name = entry.name;
-        const f = new ConfigFile(`skills/${name}/SKILL.md`, problems);
-        const text = await readText(dir, `skills/${name}/SKILL.md`);
-        if (text.kind === "missing") {
-          f.report(
-            [],
-            "file_missing",
-            "is missing - every skill directory needs a SKILL.md with frontmatter (metadata.version)",
-          );
-          return;
-        }
-        if (text.kind === "error") {
-          f.report([], "file_unreadable", `cannot be read (${text.reason}) - check its permissions`);
-          return;
-        }
-        documentFiles.set(f.file, f);
-        const skill = readSkill(f, name, text.text);
-        if (skill) skills[name] = skill;
-      }),
-  );
-  inNameOrder(skills);
-
-  // policy references of agents and skills
-  for (const holder of [...Object.values(agents), ...Object.values(skills)]) {
-    const f = documentFiles.get(holder.file) ?? new ConfigFile(holder.file, problems);
-    holder.policies.forEach((policy, index) => {
-      if (policies[policy]) return;
-      f.report(
-        ["policies", index],
-        "unknown_policy_reference",
-        `policy ${quote(policy)} resolves to no file - create policies/${policy}.md or remove it from "policies"`,
-      );
-    });
+  if (text.kind === "error") {
+    reportUnreadable(f, text.reason);
+    return { daemon: undefined, declared: declaredNames(undefined) };
   }
+  const parsed = parseYaml(f, text.text);
+  if (!parsed) return { daemon: undefined, declared: declaredNames(undefined) };
+  reportRemovedKeys(f, parsed.data);
+  const declared = declaredNames(parsed.data);
+  return { daemon: readDaemon(f, substituteEnv(f, parsed.data, env), env), declared };
+}
 
-  // members.yaml (optional)
-  const membersFile = new ConfigFile("members.yaml", problems);
-  let members: ConfigSnapshot["members"] = [];
-  if (membersText.kind === "error") {
-    membersFile.report(
-      [],
-      "file_unreadable",
-      `cannot be read (${membersText.reason}) - check its permissions`,
-    );
-  } else if (membersText.kind === "text") {
-    const parsed = parseYaml(membersFile, membersText.text);
-    if (parsed) members = readMembers(membersFile, parsed.data);
-  }
+/** members.yaml: optional. */
+function readMembersFile(text: Text, problems: ConfigProblem[]): ConfigSnapshot["members"] {
+  const f = new ConfigFile("members.yaml", problems);
+  if (text.kind === "error") reportUnreadable(f, text.reason);
+  if (text.kind !== "text") return [];
+  const parsed = parseYaml(f, text.text);
+  return parsed ? readMembers(f, parsed.data) : [];
+}
 
-  // pipelines/*.yaml
-  const drafts: { f: ConfigFile; draft: PipelineDraft }[] = [];
-  const yamlFiles = pipelineFiles.filter((entry) => entry.isFile() && entry.name.endsWith(".yaml"));
-  for (const entry of pipelineFiles) {
+/**
+ * pipelines/*.yaml: every file is read and checked on its own first (readPipeline), then against
+ * the rest of the configuration (resolvePipeline), so one broken file never hides another's problems.
+ */
+async function readPipelines(
+  dir: string,
+  entries: Dirent[],
+  problems: ConfigProblem[],
+  context: PipelineContext,
+): Promise<Record<string, Pipeline>> {
+  for (const entry of entries) {
     if (entry.isFile() && entry.name.endsWith(".yml")) {
       new ConfigFile(`pipelines/${entry.name}`, problems).report(
         [],
@@ -197,15 +135,18 @@ export async function loadConfig(options: LoadOptions): Promise<LoadResult> {
     }
   }
   const texts = await Promise.all(
-    yamlFiles.map(async (entry) => {
-      const f = new ConfigFile(`pipelines/${entry.name}`, problems);
-      return {
-        f,
-        name: entry.name.slice(0, -5),
-        text: await readOrReport(f, join(dir, "pipelines", entry.name)),
-      };
-    }),
+    entries
+      .filter((entry) => entry.isFile() && entry.name.endsWith(".yaml"))
+      .map(async (entry) => {
+        const f = new ConfigFile(`pipelines/${entry.name}`, problems);
+        return {
+          f,
+          name: entry.name.slice(0, -5),
+          text: await readOrReport(f, join(dir, "pipelines", entry.name)),
+        };
+      }),
   );
+  const drafts: { f: ConfigFile; draft: PipelineDraft }[] = [];
   for (const { f, name, text } of texts) {
     if (text === undefined) continue;
     const parsed = parseYaml(f, text);
@@ -215,67 +156,12 @@ export async function loadConfig(options: LoadOptions): Promise<LoadResult> {
   reportDuplicateScheduleNames(
     drafts.map(({ f, draft }) => ({ f, schedules: draft.trigger?.schedule ?? [] })),
   );
-  const context = {
-    daemon: daemon ?? emptyDaemon(),
-    declared,
-    agents: agentNames,
-    skills,
-    daemonKnown: daemon !== undefined,
-  };
   const pipelines: Record<string, Pipeline> = {};
   for (const { f, draft } of drafts) {
     const pipeline = resolvePipeline(f, draft, context);
     if (pipeline) pipelines[pipeline.name] = pipeline;
   }
-
-  problems.sort(byLocation);
-  if (!daemon || problems.some((problem) => problem.severity === "error")) return { ok: false, problems };
-  const config: ConfigSnapshot = { dir, ...daemon, pipelines, agents, skills, policies, members };
-  return { ok: true, config: deepFreeze(config), problems };
-}
-
-type Text = { kind: "text"; text: string } | { kind: "missing" } | { kind: "error"; reason: string };
-
-async function readText(dir: string, file: string): Promise<Text> {
-  try {
-    return { kind: "text", text: await readFile(join(dir, file), "utf8") };
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return { kind: "missing" };
-    return { kind: "error", reason: code ?? "read error" };
-  }
-}
-
-async function readOrReport(f: ConfigFile, path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, "utf8");
-  } catch (error) {
-    f.report(
-      [],
-      "file_unreadable",
-      `cannot be read (${(error as NodeJS.ErrnoException).code ?? "read error"}) - check its permissions`,
-    );
-    return undefined;
-  }
-}
-
-/**
- * Files are read concurrently and land in completion order; put the record back in name order so
- * the snapshot, and every message that lists its names, is the same on every machine.
- */
-function inNameOrder<T>(record: Record<string, T>): void {
-  const entries = Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  for (const [key] of entries) delete record[key];
-  for (const [key, value] of entries) record[key] = value;
-}
-
-async function list(dir: string, sub: string): Promise<Dirent[]> {
-  try {
-    const entries = await readdir(join(dir, sub), { withFileTypes: true });
-    return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  } catch {
-    return [];
-  }
+  return pipelines;
 }
 
 function emptyDaemon(): DaemonSettings {

@@ -93,29 +93,8 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   reportRemovedKeys(f, root);
   checkKeys(f, root, [], PIPELINE_KEYS);
 
-  let version: string | undefined;
-  if (root.version !== undefined && root.version !== null) {
-    if (typeof root.version === "string" && isSemVer(root.version)) version = root.version;
-    else
-      f.report(
-        ["version"],
-        "version_invalid",
-        `"version" must be a SemVer version such as 1.2.0 (got ${quote(root.version)}); quote it if YAML reads it as a number`,
-      );
-  }
-  const agent = str(f, root, "agent", []);
-  const skill = str(f, root, "skill", []);
-  const companions = strList(f, root, "companions", []) ?? [];
-  if (root.agent == null && root.skill == null) {
-    f.report(
-      [],
-      "required",
-      'names no "agent" and no "skill" - add "agent: <name>" (agents/<name>/PERSONA.md) or "skill: <name>"',
-    );
-  }
-  if (companions.length > 0 && root.skill == null) {
-    f.report(["companions"], "required", '"companions" needs a governing "skill" - add "skill: <name>"');
-  }
+  const version = readVersion(f, root);
+  const { agent, skill, companions } = readIdentity(f, root);
   const instructions =
     str(f, root, "instructions", [], {
       required: true,
@@ -136,28 +115,8 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const outputs = readOutputs(f, root);
   const env = readEnv(f, root);
   const setup = readSetup(f, root);
-  let retainCheckout = false;
-  if (root.retain_checkout !== undefined) {
-    if (typeof root.retain_checkout === "boolean") retainCheckout = root.retain_checkout;
-    else
-      f.report(
-        ["retain_checkout"],
-        "invalid_type",
-        '"retain_checkout" must be a boolean - write true or false',
-      );
-  }
-  const targets =
-    strList(f, root, "targets", [], {
-      required: true,
-      hint: ' - list target names from the top-level "targets:" map of daemon.yaml, e.g. targets: [gpt]',
-    }) ?? [];
-  if (root.targets != null && Array.isArray(root.targets) && root.targets.length === 0) {
-    f.report(
-      ["targets"],
-      "required",
-      '"targets" must not be empty - list at least one target of daemon.yaml',
-    );
-  }
+  const retainCheckout = readRetainCheckout(f, root);
+  const targets = readTargets(f, root);
   const orchestrator = readOrchestrator(f, root);
   const knowledge = readKnowledge(f, root);
   const sandbox = readSandbox(f, root, Object.keys(principals).length > 0);
@@ -188,6 +147,61 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     ...(sandbox ? { sandbox } : {}),
     ...(tools.length ? { tools } : {}),
   };
+}
+
+function readVersion(f: ConfigFile, root: YamlMap): string | undefined {
+  if (root.version === undefined || root.version === null) return undefined;
+  if (typeof root.version === "string" && isSemVer(root.version)) return root.version;
+  f.report(
+    ["version"],
+    "version_invalid",
+    `"version" must be a SemVer version such as 1.2.0 (got ${quote(root.version)}); quote it if YAML reads it as a number`,
+  );
+  return undefined;
+}
+
+/** Who runs: an agent, or a skill with its companions (at least one of agent and skill). */
+function readIdentity(
+  f: ConfigFile,
+  root: YamlMap,
+): { agent: string | undefined; skill: string | undefined; companions: string[] } {
+  const agent = str(f, root, "agent", []);
+  const skill = str(f, root, "skill", []);
+  const companions = strList(f, root, "companions", []) ?? [];
+  if (root.agent == null && root.skill == null) {
+    f.report(
+      [],
+      "required",
+      'names no "agent" and no "skill" - add "agent: <name>" (agents/<name>/PERSONA.md) or "skill: <name>"',
+    );
+  }
+  if (companions.length > 0 && root.skill == null) {
+    f.report(["companions"], "required", '"companions" needs a governing "skill" - add "skill: <name>"');
+  }
+  return { agent, skill, companions };
+}
+
+function readRetainCheckout(f: ConfigFile, root: YamlMap): boolean {
+  if (root.retain_checkout === undefined) return false;
+  if (typeof root.retain_checkout === "boolean") return root.retain_checkout;
+  f.report(["retain_checkout"], "invalid_type", '"retain_checkout" must be a boolean - write true or false');
+  return false;
+}
+
+function readTargets(f: ConfigFile, root: YamlMap): string[] {
+  const targets =
+    strList(f, root, "targets", [], {
+      required: true,
+      hint: ' - list target names from the top-level "targets:" map of daemon.yaml, e.g. targets: [gpt]',
+    }) ?? [];
+  if (root.targets != null && Array.isArray(root.targets) && root.targets.length === 0) {
+    f.report(
+      ["targets"],
+      "required",
+      '"targets" must not be empty - list at least one target of daemon.yaml',
+    );
+  }
+  return targets;
 }
 
 function readTrigger(
@@ -476,7 +490,23 @@ export function resolvePipeline(
   ctx: PipelineContext,
 ): Pipeline | undefined {
   const before = f.errorCount;
-  const { daemon } = ctx;
+  const closure = checkAgentAndSkills(f, draft, ctx);
+  const version = draft.version ?? inheritedVersion(f, draft, ctx, closure, before);
+  // direct execution runs the skill as-is, so it must act as the principal the skill requires
+  if (!draft.orchestrator) checkSkillPrincipals(f, draft, ctx, closure);
+  if (ctx.daemonKnown) {
+    checkDaemonReferences(f, draft, ctx);
+    checkPublishingIdentities(f, draft, ctx.daemon.codehost, (handler) => OUTPUT_HANDLERS[handler]?.family);
+  }
+  checkOutputsAgainstSchema(f, draft);
+
+  if (f.errorCount > before || version === undefined) return undefined;
+  const { versionDeclared: _declared, ...pipeline } = draft;
+  return { ...pipeline, version };
+}
+
+/** The agent and every skill the pipeline names must exist; returns the skills (governing first). */
+function checkAgentAndSkills(f: ConfigFile, draft: PipelineDraft, ctx: PipelineContext): string[] {
   if (draft.agent && !ctx.agents.has(draft.agent)) {
     f.report(
       ["agent"],
@@ -494,66 +524,76 @@ export function resolvePipeline(
       `skill ${quote(skill)} is not defined - create skills/${skill}/SKILL.md or name one of: ${Object.keys(ctx.skills).join(", ") || "none defined"}`,
     );
   });
+  return closure;
+}
 
-  let version = draft.version;
-  if (version === undefined && !draft.versionDeclared) {
-    const single = closure.length === 1 ? ctx.skills[closure[0]!] : undefined;
-    if (single) version = single.version;
-    else if (closure.length !== 1 || f.errorCount === before)
+/**
+ * A pipeline without a "version" inherits the version of its single skill. Nothing is reported when
+ * an invalid "version" was declared (readPipeline reported it), nor when the single skill is unknown.
+ */
+function inheritedVersion(
+  f: ConfigFile,
+  draft: PipelineDraft,
+  ctx: PipelineContext,
+  closure: string[],
+  errorsBefore: number,
+): string | undefined {
+  if (draft.versionDeclared) return undefined;
+  const single = closure.length === 1 ? ctx.skills[closure[0]!] : undefined;
+  if (single) return single.version;
+  if (closure.length !== 1 || f.errorCount === errorsBefore)
+    f.report(
+      ["version"],
+      "version_missing",
+      'no single-skill version to inherit - declare an explicit "version" field',
+    );
+  return undefined;
+}
+
+function checkSkillPrincipals(
+  f: ConfigFile,
+  draft: PipelineDraft,
+  ctx: PipelineContext,
+  closure: string[],
+): void {
+  for (const name of closure) {
+    const required = ctx.skills[name]?.principal;
+    if (!required) continue;
+    if (draft.principal !== required || !draft.principals[required]) {
       f.report(
-        ["version"],
-        "version_missing",
-        'no single-skill version to inherit - declare an explicit "version" field',
+        ["principal"],
+        "principal_required",
+        `skill "${name}" requires the principal binding "${required}" for direct execution - add "principals: { ${required}: <provider>.principal.<id> }" and "principal: ${required}", or run it under an orchestrator`,
       );
-  }
-
-  // direct execution runs the skill as-is, so it must act as the principal the skill requires
-  if (!draft.orchestrator) {
-    for (const name of closure) {
-      const required = ctx.skills[name]?.principal;
-      if (!required) continue;
-      if (draft.principal !== required || !draft.principals[required]) {
-        f.report(
-          ["principal"],
-          "principal_required",
-          `skill "${name}" requires the principal binding "${required}" for direct execution - add "principals: { ${required}: <provider>.principal.<id> }" and "principal: ${required}", or run it under an orchestrator`,
-        );
-      }
     }
   }
+}
 
-  if (ctx.daemonKnown) {
-    const checkTargets = (names: string[], path: KeyPath) => {
-      names.forEach((name, index) => {
-        if (ctx.declared.targets.has(name)) return;
-        f.report(
-          [...path, index],
-          "unknown_target",
-          `target ${quote(name)} at "${formatPath([...path, index])}" is not defined - add it to the top-level "targets:" map of daemon.yaml (defined: ${[...ctx.declared.targets].join(", ") || "none"})`,
-        );
-      });
-    };
-    checkTargets(draft.targets, ["targets"]);
-    if (draft.orchestrator) checkTargets(draft.orchestrator.targets, ["orchestrator", "targets"]);
-    checkTriggerSources(f, draft, daemon);
-    checkPipelineTools(f, draft.tools ?? [], daemon.hostTools);
-    for (const [key, binding] of Object.entries(draft.outputs)) {
-      if (binding.config && !ctx.declared.bots.has(binding.config.bot)) {
-        f.report(
-          ["outputs", key, "config", "bot"],
-          "unknown_bot",
-          `chat bot ${quote(binding.config.bot)} at "outputs.${key}.config.bot" is not defined - add it to "channels.chat.bots" in daemon.yaml (defined: ${[...ctx.declared.bots].join(", ") || "none"})`,
-        );
-      }
+/** What the pipeline names in daemon.yaml: targets, webhook sources, host tools, chat bots. */
+function checkDaemonReferences(f: ConfigFile, draft: PipelineDraft, ctx: PipelineContext): void {
+  const checkTargets = (names: string[], path: KeyPath) => {
+    names.forEach((name, index) => {
+      if (ctx.declared.targets.has(name)) return;
+      f.report(
+        [...path, index],
+        "unknown_target",
+        `target ${quote(name)} at "${formatPath([...path, index])}" is not defined - add it to the top-level "targets:" map of daemon.yaml (defined: ${[...ctx.declared.targets].join(", ") || "none"})`,
+      );
+    });
+  };
+  checkTargets(draft.targets, ["targets"]);
+  if (draft.orchestrator) checkTargets(draft.orchestrator.targets, ["orchestrator", "targets"]);
+  checkTriggerSources(f, draft, ctx.daemon);
+  checkPipelineTools(f, draft.tools ?? [], ctx.daemon.hostTools);
+  for (const [key, binding] of Object.entries(draft.outputs)) {
+    if (binding.config && !ctx.declared.bots.has(binding.config.bot)) {
+      f.report(
+        ["outputs", key, "config", "bot"],
+        "unknown_bot",
+        `chat bot ${quote(binding.config.bot)} at "outputs.${key}.config.bot" is not defined - add it to "channels.chat.bots" in daemon.yaml (defined: ${[...ctx.declared.bots].join(", ") || "none"})`,
+      );
     }
   }
-  if (ctx.daemonKnown)
-    checkPublishingIdentities(f, draft, daemon.codehost, (handler) => OUTPUT_HANDLERS[handler]?.family);
-  checkOutputsAgainstSchema(f, draft);
-
-  if (f.errorCount > before || version === undefined) return undefined;
-  const { versionDeclared: _declared, ...pipeline } = draft;
-  return { ...pipeline, version };
 }
 
 function checkTriggerSources(f: ConfigFile, draft: PipelineDraft, daemon: DaemonSettings): void {
