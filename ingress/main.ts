@@ -81,36 +81,7 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
           (refs.length ? " (stored secrets are in use, so svc cannot start without the database)" : ""),
       );
     });
-    const stored = new Map<string, string>();
-    if (key) {
-      const values = await readSecrets(
-        pool,
-        key,
-        refs.map((ref) => ref.name),
-      ).catch((error: Error) => {
-        throw new StartupError(`svc ingress: ${error.message}`);
-      });
-      const missing = refs.filter((ref) => !values.has(ref.name));
-      if (missing.length) {
-        throw new StartupError(
-          missing
-            .map(
-              (ref) =>
-                `svc ingress: ${ref.usedBy} refers to the stored secret ${ref.name}, which the database does not hold; ` +
-                `${howToStore(ref.name)}, then start again`,
-            )
-            .join("\n"),
-        );
-      }
-      for (const [name, value] of values) stored.set(name, value);
-    }
-    const resolveSecret = (source: SecretSource): string => {
-      if (source.kind === "inline") return source.value;
-      const value = stored.get(source.name);
-      if (value === undefined)
-        throw new Error(`the stored secret ${source.name} was not resolved at start-up`);
-      return value;
-    };
+    const resolveSecret = await storedSecrets(pool, key, refs);
     boss = await startBoss({ url: database.url, max: 2, supervise: false, schedule: false });
     const app = createIngressApp({ config, pool, boss, logger, resolveSecret, knowledge });
     const server = await listen(app, config.server.host, config.server.port).catch((error: Error) => {
@@ -129,14 +100,57 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
       stop: () => shutdown(server, pool, boss!),
     };
   } catch (error) {
+    // the start-up error is what the operator needs to see; a failure to close after it is not
     await boss?.stop({ graceful: false, close: true }).catch(() => {});
     await pool.end().catch(() => {});
     throw error;
   }
 }
 
+/**
+ * Decrypts every stored secret the ingress uses (webhook sources, API tokens, ask targets, the
+ * metrics token) once, at start-up: one that the database does not hold stops the start, naming
+ * where it is used and how to store it. Returns how a request resolves a secret source.
+ */
+async function storedSecrets(
+  pool: pg.Pool,
+  key: Buffer | undefined,
+  refs: ReturnType<typeof storedSecretRefs>,
+): Promise<(source: SecretSource) => string> {
+  const stored = new Map<string, string>();
+  if (key) {
+    const values = await readSecrets(
+      pool,
+      key,
+      refs.map((ref) => ref.name),
+    ).catch((error: Error) => {
+      throw new StartupError(`svc ingress: ${error.message}`);
+    });
+    const missing = refs.filter((ref) => !values.has(ref.name));
+    if (missing.length) {
+      throw new StartupError(
+        missing
+          .map(
+            (ref) =>
+              `svc ingress: ${ref.usedBy} refers to the stored secret ${ref.name}, which the database does not hold; ` +
+              `${howToStore(ref.name)}, then start again`,
+          )
+          .join("\n"),
+      );
+    }
+    for (const [name, value] of values) stored.set(name, value);
+  }
+  return (source) => {
+    if (source.kind === "inline") return source.value;
+    const value = stored.get(source.name);
+    if (value === undefined) throw new Error(`the stored secret ${source.name} was not resolved at start-up`);
+    return value;
+  };
+}
+
 async function shutdown(server: ListeningServer, pool: pg.Pool, boss: PgBoss): Promise<void> {
   await server.drain();
+  // nothing is left to hand over once the server has drained: a failed stop must not keep the pool open
   await boss.stop({ graceful: false, close: true }).catch(() => {});
   await pool.end();
 }
