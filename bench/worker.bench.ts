@@ -8,6 +8,8 @@
  *   triggers that match no pipeline (completed with `no_matching_pipeline`). The workers are started
  *   and idle first; the triggers are committed in one transaction (as the ingress stores them) and
  *   one NOTIFY wakes the workers, so the clock measures draining, not start-up.
+ * - the process start: the latency step started by itself from a small Node process: what the
+ *   step's process costs to start here, without svc;
  * - the process floor: the CPU a no-op run's two processes cost by themselves, and the drain
  *   ceiling that leaves on this machine's cores.
  * The machine's load average is printed with the figures: other work on it skews them.
@@ -135,6 +137,14 @@ function processFloor(runs = 400): number {
   return Number(result.stdout.trim());
 }
 
+/** The latency step's process start by itself, from a small Node process (support/process-start.ts). */
+function processStart(runs = 100): { p50: number; p99: number } {
+  const script = join(dirname(fileURLToPath(import.meta.url)), "support", "process-start.ts");
+  const result = spawnSync(process.execPath, [script, String(runs)], { encoding: "utf8" });
+  if (result.status !== 0) throw new Error(`process-start.ts failed: ${result.stderr}`);
+  return JSON.parse(result.stdout) as { p50: number; p99: number };
+}
+
 /** CPU milliseconds used so far by the machine's Postgres processes, svc workers and their spawners (with their children). */
 function cpuByRole(): Record<string, number> {
   const totals: Record<string, number> = { postgres: 0, worker: 0, "spawner and its children": 0 };
@@ -226,6 +236,7 @@ async function main() {
 
     const baseline = await bossBaseline(db.url);
     const floorMs = processFloor();
+    const start = processStart();
 
     const env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: db.url, BENCH_TOKEN: TOKEN };
     const port = await freePort();
@@ -421,6 +432,9 @@ async function main() {
     for (const [phase, values] of Object.entries(phases)) {
       console.log(`  ${phase}: p50 ${fmt(percentile(values, 50))}  p99 ${fmt(percentile(values, 99))}`);
     }
+    console.log(
+      `  of which the step's process start alone (spawn from a small Node process -> step running): p50 ${fmt(start.p50)}  p99 ${fmt(start.p99)}`,
+    );
     console.log(
       `target p50 <= 20 ms: ${p50 <= 20 ? "met" : "MISSED"}; p99 <= 50 ms: ${p99 <= 50 ? "met" : "MISSED"}`,
     );
