@@ -29,8 +29,12 @@ const SECRET_KEYS =
   /^(authorization|secret|secrets|token|tokens|password|signature|x-hub-signature-256|linear-signature|cookie|api_key|apikey|payload|body)$/i;
 const MASK = "[redacted]";
 
+/**
+ * A log line's fields with secret-bearing keys masked. The fields object itself is depth 0, so each
+ * field's value is searched 6 levels deep.
+ */
 function redact(value: unknown, depth = 0): unknown {
-  if (depth > 6 || value === null || typeof value !== "object") return value;
+  if (depth > 7 || value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1));
   if (value instanceof Error) return { name: value.name, message: value.message };
   const out: Record<string, unknown> = {};

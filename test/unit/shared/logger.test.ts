@@ -46,6 +46,14 @@ describe("logger", () => {
     expect(line.error).toEqual({ name: "Error", message: "boom" });
   });
 
+  it("masks a secret-bearing key 6 levels inside a field's value", () => {
+    const { logger, lines } = capture({});
+    let deep: Record<string, unknown> = { token: "svc_live_deep" };
+    for (let level = 0; level < 6; level += 1) deep = { inner: deep };
+    logger.info("nested", { event: "test.nested", field: deep });
+    expect(lines[0]).not.toContain("svc_live_deep");
+  });
+
   it("writes nothing above its level", () => {
     const { logger, lines } = capture({ level: "warn" });
     logger.debug("d");
