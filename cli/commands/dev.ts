@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { Command } from "@oclif/core";
 import { resolveDatabase } from "../../db/connect.ts";
 import { configDirFrom } from "../../shared/config/dir.ts";
-import { dirFlag } from "../config-dir-flag.ts";
+import { configEnvOf, dirFlag } from "../config-dir-flag.ts";
 import { writeStarterConfig } from "../dev/starter.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "bin", "svc.js");
@@ -31,9 +31,8 @@ export default class Dev extends Command {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Dev);
-    const env: NodeJS.ProcessEnv = flags.dir
-      ? { ...process.env, SVC_CONFIG_DIR: flags.dir }
-      : { ...process.env };
+    // a copy: the roles dev starts get the resolved directory and a log format set below
+    const env: NodeJS.ProcessEnv = { ...configEnvOf(flags.dir) };
     const configDir = configDirFrom(env);
     env.SVC_CONFIG_DIR = configDir;
     env.SVC_LOG_FORMAT ??= "pretty";

@@ -1,6 +1,6 @@
 import { Command } from "@oclif/core";
 import { runIngress } from "../../ingress/main.ts";
-import { dirFlag } from "../config-dir-flag.ts";
+import { configEnvOf, dirFlag } from "../config-dir-flag.ts";
 
 export default class Ingress extends Command {
   static override summary =
@@ -24,7 +24,7 @@ export default class Ingress extends Command {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(Ingress);
-    const env = flags.dir ? { ...process.env, SVC_CONFIG_DIR: flags.dir } : process.env;
+    const env = configEnvOf(flags.dir);
     const code = await runIngress({ env });
     process.exitCode = code;
     // everything is closed by now; should a library still hold a handle, do not hang a stop

@@ -1,7 +1,7 @@
 import { Command } from "@oclif/core";
 import { configDirFrom, instanceKeyPath } from "../../../shared/config/dir.ts";
 import { createInstanceKey, InstanceKeyError } from "../../../shared/secrets/instance-key.ts";
-import { dirFlag } from "../../config-dir-flag.ts";
+import { configEnvOf, dirFlag } from "../../config-dir-flag.ts";
 
 export default class SetupInstanceKey extends Command {
   static override summary = "Create the instance key that encrypts stored secrets";
@@ -26,7 +26,7 @@ export default class SetupInstanceKey extends Command {
 
   async run(): Promise<void> {
     const { flags } = await this.parse(SetupInstanceKey);
-    const env = flags.dir ? { ...process.env, SVC_CONFIG_DIR: flags.dir } : process.env;
+    const env = configEnvOf(flags.dir);
     const path = instanceKeyPath(configDirFrom(env), env);
     try {
       await createInstanceKey(path);

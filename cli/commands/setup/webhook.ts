@@ -4,7 +4,7 @@ import { migrate } from "../../../db/migrate.ts";
 import { putSecret } from "../../../db/secrets.ts";
 import { configDirFrom, instanceKeyPath } from "../../../shared/config/dir.ts";
 import { InstanceKeyError, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
-import { dirFlag } from "../../config-dir-flag.ts";
+import { configEnvOf, dirFlag } from "../../config-dir-flag.ts";
 
 const SOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -45,7 +45,7 @@ export default class SetupWebhook extends Command {
 
   async run(): Promise<void> {
     const { args, flags } = await this.parse(SetupWebhook);
-    const env = flags.dir ? { ...process.env, SVC_CONFIG_DIR: flags.dir } : process.env;
+    const env = configEnvOf(flags.dir);
     const envName = flags["secret-env"];
     if (!SOURCE_NAME.test(args.name)) {
       this.fail(`"${args.name}" is not a webhook source name: use letters, digits, ".", "_" and "-"`);
