@@ -7,6 +7,7 @@ import { migrate } from "../../../db/migrate.ts";
 import { recordTrigger } from "../../../db/record-trigger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { waitFor } from "../../support/wait-for.ts";
 
 /** How the ingress wakes the workers for a stored trigger, heard by a real LISTEN connection. */
 describe("dispatch wake-up", () => {
@@ -40,14 +41,6 @@ describe("dispatch wake-up", () => {
     await reached;
     const before = heard.splice(0, heard.indexOf(sentinel) + 1);
     return before.slice(0, -1).filter((payload) => !payload.startsWith("sentinel-"));
-  };
-
-  const waitFor = async (done: () => Promise<boolean>) => {
-    const deadline = Date.now() + 10_000;
-    while (!(await done())) {
-      if (Date.now() > deadline) throw new Error("timed out waiting");
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
   };
 
   beforeAll(async () => {
@@ -129,7 +122,7 @@ describe("dispatch wake-up", () => {
           "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'",
         );
         return rows[0].n === 2;
-      });
+      }, "both of the boss's connections to wait on the lock");
       const burst = [3, 4, 5, 6, 7, 8, 9, 10];
       await Promise.all(burst.map((n) => recordTrigger(pool, boss, hook(n))));
       expect(heard).toEqual([]);
@@ -139,7 +132,10 @@ describe("dispatch wake-up", () => {
       await Promise.all(held);
     }
     // the first NOTIFY, then exactly one follow-up for the seven calls made while it was in flight
-    await waitFor(async () => heard.filter((payload) => payload === DISPATCH_QUEUE).length >= 2);
+    await waitFor(
+      async () => heard.filter((payload) => payload === DISPATCH_QUEUE).length >= 2,
+      "the first wake-up and its follow-up",
+    );
     expect(await heardUpToNow()).toEqual([DISPATCH_QUEUE, DISPATCH_QUEUE]);
   });
 });

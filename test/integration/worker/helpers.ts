@@ -14,8 +14,10 @@ import type { ConfigSnapshot, Target } from "../../../shared/config/types.ts";
 import { createLogger, type Logger } from "../../../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { waitFor } from "../../support/wait-for.ts";
 
 export { pipeline } from "../../support/pipeline.ts";
+export { waitFor };
 
 export function makeConfig(dir: string, overrides: Partial<ConfigSnapshot> = {}): ConfigSnapshot {
   return {
@@ -114,21 +116,6 @@ export async function fire(
   });
   wakeWorkers(boss, DISPATCH_QUEUE);
   return id;
-}
-
-/** Polls until `check` returns a value; the bound only stops a hung test, it asserts nothing about speed. */
-export async function waitFor<T>(
-  check: () => Promise<T | undefined | null | false>,
-  what: string,
-  boundMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + boundMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 export async function waitForTrigger(
