@@ -22,13 +22,12 @@ export function reportUnreadable(f: ConfigFile, reason: string): void {
 }
 
 /** The text of a file a directory listing found, or undefined once its read failure is reported. */
-export async function readOrReport(f: ConfigFile, path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, "utf8");
-  } catch (error) {
-    reportUnreadable(f, (error as NodeJS.ErrnoException).code ?? "read error");
-    return undefined;
-  }
+export async function readOrReport(f: ConfigFile, dir: string, file: string): Promise<string | undefined> {
+  const text = await readText(dir, file);
+  if (text.kind === "text") return text.text;
+  // listed a moment ago: a file gone since is reported as unreadable, with its error code
+  reportUnreadable(f, text.kind === "missing" ? "ENOENT" : text.reason);
+  return undefined;
 }
 
 /** A subdirectory's entries in name order; a missing one has none. */

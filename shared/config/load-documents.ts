@@ -32,7 +32,7 @@ export async function readPolicies(
       .map(async (entry) => {
         const name = entry.name.slice(0, -3);
         const f = new ConfigFile(`policies/${entry.name}`, problems);
-        const text = await readOrReport(f, join(dir, "policies", entry.name));
+        const text = await readOrReport(f, dir, `policies/${entry.name}`);
         const policy = text === undefined ? undefined : readPolicy(f, name, text);
         if (policy) policies[name] = policy;
       }),

@@ -142,7 +142,7 @@ async function readPipelines(
         return {
           f,
           name: entry.name.slice(0, -5),
-          text: await readOrReport(f, join(dir, "pipelines", entry.name)),
+          text: await readOrReport(f, dir, `pipelines/${entry.name}`),
         };
       }),
   );
