@@ -6,7 +6,7 @@ import type { Logger } from "../logger.ts";
 import { buildVectorIndex } from "./chroma.ts";
 import { EmbedderError } from "./embedder.ts";
 import { type IndexState, readIndexState, withIndexLock, writeIndexState } from "./index-state.ts";
-import { buildQmdIndex, type QmdCommand } from "./qmd.ts";
+import { buildQmdIndex, type QmdTool } from "./qmd.ts";
 import { discoverSources, knowledgeRoot, type SourceDocument, sourceHash } from "./sources.ts";
 
 export class KnowledgeIndexError extends Error {}
@@ -14,7 +14,7 @@ export class KnowledgeIndexError extends Error {}
 export interface IndexBuildInput {
   config: Pick<ConfigSnapshot, "dir" | "knowledge">;
   logger: Logger;
-  qmd: QmdCommand;
+  qmd: QmdTool;
   dataDir: string;
   /** rebuild even when the sources did not change (`svc knowledge reindex`) */
   force: boolean;
@@ -39,13 +39,21 @@ function indexHash(config: IndexBuildInput["config"], documents: readonly Source
 export function ensureIndex(
   input: IndexBuildInput,
 ): Promise<{ state: IndexState; documents: SourceDocument[] }> {
-  return withIndexLock(input.dataDir, async () => {
-    const documents = await discoverSources(input.config.dir);
-    const hash = indexHash(input.config, documents);
-    const previous = await readIndexState(input.dataDir);
-    if (!input.force && previous?.hash === hash) return { state: previous, documents };
-    return { state: await build(input, documents, hash, previous), documents };
-  });
+  return withIndexLock(
+    input.dataDir,
+    async () => {
+      const documents = await discoverSources(input.config.dir);
+      const hash = indexHash(input.config, documents);
+      const previous = await readIndexState(input.dataDir);
+      if (!input.force && previous?.hash === hash) return { state: previous, documents };
+      return { state: await build(input, documents, hash, previous), documents };
+    },
+    (owner) => {
+      const message = `knowledge index: waiting for the build by process ${owner.pid} instead of building again`;
+      input.logger.info(message, { event: "knowledge.index_wait", pid: owner.pid });
+      input.progress?.(message);
+    },
+  );
 }
 
 async function build(

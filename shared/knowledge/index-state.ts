@@ -1,4 +1,5 @@
 import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -15,8 +16,7 @@ export interface IndexState {
 }
 
 const STATE_FILE = "state.json";
-const LOCK_DIR = "index.lock";
-const LOCK_STALE_MS = 60 * 60_000;
+const LOCK_FILE = "build.lock";
 
 export async function readIndexState(dataDir: string): Promise<IndexState | undefined> {
   try {
@@ -37,28 +37,69 @@ export async function stateModifiedAt(dataDir: string): Promise<number> {
   return (await stat(join(dataDir, STATE_FILE)).catch(() => undefined))?.mtimeMs ?? 0;
 }
 
+/** Who holds the build lock: a waiter takes over when that process is gone. */
+interface LockOwner {
+  pid: number;
+  host: string;
+}
+
 /**
- * One index build at a time per data directory: the ingress and the worker of one host start
- * together and would otherwise both build. mkdir is atomic; a lock older than an hour is a
- * crashed builder's and is taken over.
+ * One index build at a time per data directory: an ingress and workers of one host start
+ * together and would otherwise each build. The lock is a file created exclusively, naming its
+ * holder; a holder that died (its pid is gone on this host) leaves a lock the next process takes
+ * over at once, so a crashed build never blocks a start. Node has no flock(2), and the CLI's
+ * `svc knowledge reindex` may run without a database, so neither flock nor an advisory lock is used.
  */
-export async function withIndexLock<T>(dataDir: string, work: () => Promise<T>): Promise<T> {
+export async function withIndexLock<T>(
+  dataDir: string,
+  work: () => Promise<T>,
+  onWait?: (owner: LockOwner) => void,
+): Promise<T> {
   await mkdir(dataDir, { recursive: true });
-  const lock = join(dataDir, LOCK_DIR);
+  const lock = join(dataDir, LOCK_FILE);
+  const me: LockOwner = { pid: process.pid, host: hostname() };
+  let told = false;
   for (;;) {
     try {
-      await mkdir(lock);
+      await writeFile(lock, JSON.stringify(me), { flag: "wx" });
       break;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const age = Date.now() - ((await stat(lock).catch(() => undefined))?.mtimeMs ?? Date.now());
-      if (age > LOCK_STALE_MS) await rm(lock, { recursive: true, force: true });
-      else await sleep(200);
+      const owner = await readOwner(lock);
+      if (owner && isGone(owner)) {
+        await rm(lock, { force: true });
+        continue;
+      }
+      if (owner && !told) {
+        told = true;
+        onWait?.(owner);
+      }
+      await sleep(100);
     }
   }
   try {
     return await work();
   } finally {
-    await rm(lock, { recursive: true, force: true });
+    await rm(lock, { force: true });
+  }
+}
+
+async function readOwner(lock: string): Promise<LockOwner | undefined> {
+  try {
+    return JSON.parse(await readFile(lock, "utf8")) as LockOwner;
+  } catch {
+    // gone since, or created and not yet written: look again at the next turn
+    return undefined;
+  }
+}
+
+/** A holder on another host (a shared directory) is never presumed dead. */
+function isGone(owner: LockOwner): boolean {
+  if (owner.host !== hostname()) return false;
+  try {
+    process.kill(owner.pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
   }
 }

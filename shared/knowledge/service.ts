@@ -7,7 +7,7 @@ import { bestChunk, type Chunk, chunkText } from "./chunks.ts";
 import { ensureIndex, KnowledgeIndexError, vectorUrl } from "./index-build.ts";
 import { type IndexState, readIndexState, stateModifiedAt } from "./index-state.ts";
 import { searchTerms } from "./keywords.ts";
-import { checkQmdVersion, type QmdCommand, resolveQmd, searchQmd } from "./qmd.ts";
+import { checkQmdVersion, type IndexReader, openQmdIndex, type QmdTool, resolveQmd } from "./qmd.ts";
 import { reciprocalRankFusion } from "./rrf.ts";
 import {
   type DocumentSummary,
@@ -45,6 +45,17 @@ export interface SearchOptions {
 
 export { KnowledgeIndexError };
 
+/** How long a replaced index stays open for searches already running on it. */
+const RETIRE_MS = 30_000;
+
+async function closeQuietly(reader: Promise<IndexReader>): Promise<void> {
+  try {
+    await (await reader).close();
+  } catch {
+    // an index that failed to open, or is already closed, holds nothing to release
+  }
+}
+
 type KnowledgeConfig = Pick<ConfigSnapshot, "dir" | "knowledge">;
 
 /**
@@ -56,10 +67,12 @@ type KnowledgeConfig = Pick<ConfigSnapshot, "dir" | "knowledge">;
 export class Knowledge {
   readonly #config: KnowledgeConfig;
   readonly #logger: Logger;
-  readonly #qmd: QmdCommand;
+  readonly #qmd: QmdTool;
   readonly #dataDir: string;
   #state: IndexState | undefined;
   #stateMtime = 0;
+  /** the index this process searches, opened once; replaced when a build switches the state */
+  #reader: { qmdDir: string; reader: Promise<IndexReader> } | undefined;
   #documents: SourceDocument[];
   #warnedNoVectors = false;
   /** the qmd version found at boot; undefined without documents */
@@ -100,6 +113,8 @@ export class Knowledge {
     knowledge.#state = built.state;
     knowledge.#documents = built.documents;
     knowledge.#stateMtime = await stateModifiedAt(knowledge.#dataDir);
+    // opened at boot, so the first run or question does not pay for loading qmd
+    await knowledge.#readerFor(built.state);
     return knowledge;
   }
 
@@ -142,7 +157,7 @@ export class Knowledge {
     if (!state || this.#documents.length === 0) return { passages: [], methodUsed: options.method };
     const candidates = Math.max(topK * 4, 20);
     const terms = searchTerms(query);
-    const hits = await searchQmd(this.#qmd, join(this.#dataDir, state.qmdDir), terms, candidates);
+    const hits = await (await this.#readerFor(state)).search(terms, candidates);
     const lexical: Passage[] = [];
     for (const hit of hits) {
       const path = `knowledge/${hit.file}`;
@@ -173,6 +188,30 @@ export class Knowledge {
       passages: passages.filter((passage) => passage.score >= minScore).slice(0, topK),
       methodUsed,
     };
+  }
+
+  /**
+   * The open index for `state`. After a switch the old one is closed a while later rather than at
+   * once: a search that started on it finishes there.
+   */
+  #readerFor(state: IndexState): Promise<IndexReader> {
+    if (this.#reader?.qmdDir === state.qmdDir) return this.#reader.reader;
+    const old = this.#reader;
+    if (old) setTimeout(() => void closeQuietly(old.reader), RETIRE_MS).unref();
+    const reader = openQmdIndex(this.#qmd, join(this.#dataDir, state.qmdDir));
+    this.#reader = { qmdDir: state.qmdDir, reader };
+    // a failed open is tried again at the next search instead of being remembered
+    reader.catch(() => {
+      if (this.#reader?.reader === reader) this.#reader = undefined;
+    });
+    return reader;
+  }
+
+  /** Closes the open index; a later search opens it again. */
+  async close(): Promise<void> {
+    const current = this.#reader;
+    this.#reader = undefined;
+    if (current) await closeQuietly(current.reader);
   }
 
   readonly #chunkCache = new Map<string, { mtimeMs: number; chunks: Chunk[] }>();

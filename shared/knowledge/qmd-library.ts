@@ -1,0 +1,75 @@
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import type { QMDStore } from "@tobilu/qmd";
+import {
+  COLLECTION,
+  cleanSnippet,
+  fromRawScore,
+  type IndexReader,
+  type QmdHit,
+  toRawScore,
+} from "./qmd-hits.ts";
+
+/**
+ * The qmd installed with svc, run in-process through its library API: an index build is one
+ * store update, a search is a few SQLite FTS5 queries on a store opened once. The module is
+ * loaded on first use only, so a configuration without documents never pays for it.
+ */
+const INDEX_FILE = "index.sqlite";
+
+async function qmdLibrary(): Promise<typeof import("@tobilu/qmd")> {
+  return import("@tobilu/qmd");
+}
+
+/** Indexes `sourceDir` (its Markdown files) into a fresh index at `indexDir`. */
+export async function buildWithLibrary(indexDir: string, sourceDir: string): Promise<void> {
+  await mkdir(indexDir, { recursive: true });
+  const { createStore } = await qmdLibrary();
+  const store = await createStore({
+    dbPath: join(indexDir, INDEX_FILE),
+    config: { collections: { [COLLECTION]: { path: sourceDir, pattern: "**/*.md" } } },
+  });
+  try {
+    await store.update({ collections: [COLLECTION] });
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Opens a built index for searching. The SQLite file stays open: a later build writes a new
+ * directory, and this reader keeps answering from its own until the caller switches.
+ */
+export async function openLibraryReader(indexDir: string): Promise<IndexReader> {
+  const { createStore } = await qmdLibrary();
+  const store: QMDStore = await createStore({ dbPath: join(indexDir, INDEX_FILE) });
+  return {
+    async search(terms, limit): Promise<QmdHit[]> {
+      // any-term semantics: one BM25 search per term (qmd ANDs the terms of one query), summed
+      const byFile = new Map<string, { hit: QmdHit; raw: number }>();
+      for (const term of terms) {
+        for (const row of await store.searchLex(term, { limit, collection: COLLECTION })) {
+          const file = row.filepath.replace(/^qmd:\/\/[^/]+\//, "");
+          const seen = byFile.get(file);
+          if (seen) seen.raw += toRawScore(row.score);
+          else
+            byFile.set(file, {
+              raw: toRawScore(row.score),
+              hit: {
+                file,
+                line: 1,
+                title: row.title,
+                snippet: cleanSnippet(row.body?.slice(0, 500) ?? ""),
+                score: 0,
+              },
+            });
+        }
+      }
+      return [...byFile.values()]
+        .map(({ hit, raw }) => ({ ...hit, score: fromRawScore(raw) }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, limit);
+    },
+    close: () => store.close(),
+  };
+}
