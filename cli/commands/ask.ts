@@ -33,6 +33,8 @@ export default class Ask extends Command {
       description: "a target to ask; repeat it for an ordered failover route (default: ask.targets)",
       helpValue: "<name>",
       multiple: true,
+      // one value per --target, so the question after it stays the argument
+      multipleNonGreedy: true,
     }),
   };
 

@@ -176,6 +176,17 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
     expect(answerAt).toBeGreaterThanOrEqual(0);
     expect(sourcesAt).toBeGreaterThan(answerAt);
 
+    // flags before the question: each --target takes one value, the question stays the argument
+    models.requests.length = 0;
+    const flagsFirst = await svc(
+      ["ask", "--target", "broken", "--target", "good", "How do I restore a backup?", "--json"],
+      { SVC_DAEMON_URL: url, HOME: dir },
+    );
+    expect(flagsFirst.stderr).toBe("");
+    expect(flagsFirst.code).toBe(0);
+    expect(models.keysSeen()).toEqual(["k-broken", "k-good"]);
+    expect(JSON.parse(flagsFirst.stdout)).toMatchObject({ target: "good", answer: REPLY });
+
     models.requests.length = 0;
     const reversed = await svc(
       ["ask", "How do I restore a backup?", "--target", "good", "--target", "broken", "--json"],
