@@ -1,7 +1,7 @@
 import { execFile, execFileSync, spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify, stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
@@ -181,6 +181,25 @@ describe("the npm package", () => {
     expect(validate.stdout).toContain("configuration valid: 4 pipelines, 3 sources, 2 targets");
     expect(validate.code).toBe(0);
   }, 600_000);
+});
+
+describe("the installed package on a bare PATH", () => {
+  it("finds its own qmd: knowledge reindex and doctor with only Node 24 and the prefix on PATH", async () => {
+    const dir = join(work, "with-knowledge");
+    await cp(join(work, ".svc"), dir, { recursive: true });
+    await mkdir(join(dir, "knowledge"));
+    await writeFile(
+      join(dir, "knowledge", "refunds.md"),
+      "# Refunds\n\nCustomers may return goods for a refund within 45 days of delivery.\n",
+    );
+    // nothing of the checkout (its node_modules/.bin holds a qmd) and nothing of the machine
+    const bare = { ...env, SVC_CONFIG_DIR: dir, PATH: `${join(prefix, "bin")}:${dirname(process.execPath)}` };
+    const reindex = expectOk(await installed(["knowledge", "reindex", "--dir", dir], bare));
+    expect(reindex.stdout).toContain("knowledge index: 1 documents indexed");
+    const doctor = await installed(["doctor", "--dir", dir], bare);
+    expect(doctor.stdout).toMatch(/knowledge\b.*1 documents, local engine, qmd \d+\.\d+\.\d+/);
+    expect(`${doctor.stdout}${doctor.stderr}`).not.toContain("retrieval tool qmd");
+  }, 120_000);
 });
 
 describe("svc update against a registry on loopback", () => {
