@@ -2,7 +2,7 @@ import type pg from "pg";
 import { type InvocationKnowledge, recordInvocationKnowledge } from "../db/invocation-knowledge.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import { copySources, writeCatalog } from "../shared/knowledge/delivery.ts";
-import { rewriteQuery } from "../shared/knowledge/rewrite.ts";
+import { retrieve } from "../shared/knowledge/retrieve.ts";
 import type { Knowledge, Passage } from "../shared/knowledge/service.ts";
 import type { Logger } from "../shared/logger.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
@@ -63,16 +63,21 @@ export async function prepareRunKnowledge(
   if (delivery === "browse") await writeCatalog(knowledge, input.runDir);
   if (delivery === "prompt" && method !== "none") {
     const text = searchText(input);
-    const { query } = await rewriteQuery(text, deps.config.knowledge.retrieval.rewrite.targets, {
-      targets: deps.config.targets,
-      keyOf: (target, credential) =>
-        deps.cooldowns.isUsable(target, credential) ? deps.secrets.get(target, credential) : undefined,
-      logger: deps.logger,
-    });
-    const result = await knowledge.search(query, { method });
+    const result = await retrieve(
+      knowledge,
+      text,
+      deps.config.knowledge.retrieval.rewrite.targets,
+      {
+        targets: deps.config.targets,
+        keyOf: (target, credential) =>
+          deps.cooldowns.isUsable(target, credential) ? deps.secrets.get(target, credential) : undefined,
+        logger: deps.logger,
+      },
+      { method },
+    );
     passages = result.passages;
     record.method_used = result.methodUsed;
-    record.query = query;
+    record.query = result.query;
     record.sources = passages.map((p) => ({ path: p.path, line: p.line, score: p.score }));
   }
   await recordInvocationKnowledge(deps.records ?? deps.pool, input.invocationId, record);

@@ -1,6 +1,7 @@
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import { knowledgeSection } from "../../shared/knowledge/delivery.ts";
-import { rewriteQuery } from "../../shared/knowledge/rewrite.ts";
+import { retrieve } from "../../shared/knowledge/retrieve.ts";
+import type { RewriteDeps } from "../../shared/knowledge/rewrite.ts";
 import type { Knowledge, RetrievalMethod } from "../../shared/knowledge/service.ts";
 import type { ChatMessage } from "../../shared/models/chat.ts";
 import { askTarget, type TargetDeps } from "./targets.ts";
@@ -46,7 +47,7 @@ export async function answerQuestion(
   let passages: Awaited<ReturnType<Knowledge["search"]>>["passages"] = [];
   let methodUsed = method;
   if (deps.knowledge && deps.knowledge.documentCount > 0) {
-    const { query } = await rewriteQuery(request.question, config.knowledge.retrieval.rewrite.targets, {
+    const rewriteDeps: RewriteDeps = {
       targets: config.targets,
       keyOf: (target, credential) => {
         const source = config.targets[target]?.credentials.find((c) => c.name === credential)?.secret;
@@ -57,8 +58,14 @@ export async function answerQuestion(
         }
       },
       logger: deps.logger,
-    });
-    const result = await deps.knowledge.search(query, { method });
+    };
+    const result = await retrieve(
+      deps.knowledge,
+      request.question,
+      config.knowledge.retrieval.rewrite.targets,
+      rewriteDeps,
+      { method },
+    );
     passages = result.passages;
     methodUsed = result.methodUsed;
   }

@@ -3,6 +3,8 @@ import { createServer, type Server } from "node:http";
 export type Behaviour =
   /** answers `reply` only when the prompt holds `needle`; otherwise 422 (the passage was not sent) */
   | { kind: "answer"; needle: string; reply: string }
+  /** answers `reply` whatever it is asked, like a model that misses the point */
+  | { kind: "reply"; reply: string }
   | { kind: "status"; status: number }
   /** never answers: the caller's time-out must end the request */
   | { kind: "hang" };
@@ -67,7 +69,7 @@ export class FakeChatApi {
           send(behaviour.status, { error: { message: `status ${behaviour.status}`, type: "server_error" } });
           return;
         }
-        if (!prompt.includes(behaviour.needle)) {
+        if (behaviour.kind === "answer" && !prompt.includes(behaviour.needle)) {
           send(422, { error: { message: "the prompt lacks the passage", type: "invalid_request_error" } });
           return;
         }
