@@ -12,13 +12,15 @@
  *   step's process costs to start here, without svc;
  * - the process floor: the CPU a no-op run's two processes cost by themselves, and the drain
  *   ceiling that leaves on this machine's cores.
+ * The configuration holds the reference configuration's knowledge documents, so each run retrieves
+ * passages for its prompt as a pipeline without a knowledge block does.
  * The machine's load average is printed with the figures: other work on it skews them.
  * Uses SVC_DATABASE_URL / SVC_TEST_DATABASE_URL when set, else a throwaway embedded Postgres.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { createServer } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -32,6 +34,14 @@ import { DISPATCH_QUEUE } from "../shared/queues.ts";
 import { cpuMs } from "./support/proc-cpu.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "svc.js");
+const REFERENCE_KNOWLEDGE = join(
+  dirname(fileURLToPath(import.meta.url)),
+  "..",
+  "examples",
+  "reference",
+  ".svc",
+  "knowledge",
+);
 const LATENCY_SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const DRAIN_TRIGGERS = Number(process.env.BENCH_DRAIN ?? 2_000);
 const TOKEN = "bench-token";
@@ -223,6 +233,9 @@ async function main() {
     await mkdir(join(dir, "pipelines"), { recursive: true });
     await mkdir(join(dir, "agents", "bench"), { recursive: true });
     await writeFile(join(dir, "daemon.yaml"), DAEMON);
+    // the reference configuration's documents: every run without a knowledge block retrieves
+    // (method hybrid, delivery prompt), so the figures include what that costs
+    await cp(REFERENCE_KNOWLEDGE, join(dir, "knowledge"), { recursive: true });
     await writeFile(
       join(dir, "agents", "bench", "PERSONA.md"),
       "---\nname: bench\ndescription: bench\n---\nNothing.\n",
