@@ -187,7 +187,12 @@ export interface CodehostConfig {
 export interface ConfigSnapshot {
   /** absolute path of the configuration directory */
   dir: string;
-  server: { host: string; port: number };
+  server: {
+    host: string;
+    port: number;
+    /** peers whose forwarding headers are believed for the client address (addresses or CIDR ranges) */
+    trustedProxies?: readonly string[];
+  };
   webhooks: { maxBodyBytes: number; sources: Record<string, WebhookSource> };
   targets: Record<string, Target>;
   ask: { targets: string[] };
