@@ -1,6 +1,7 @@
 import { unknownScopes } from "../scopes.ts";
 import { readAuthFailure, readCredentialEnv, readMaxTurns } from "./agent-tools.ts";
 import { readKnowledgeSettings } from "./knowledge.ts";
+import { readLog } from "./log.ts";
 import { readMetrics, readWorkerMetricsPort } from "./metrics.ts";
 import { isLoopbackHost, parseAddressRange } from "./network.ts";
 import { readBreakerLimits, readChatApiUrl, readCodehost } from "./outputs.ts";
@@ -70,6 +71,7 @@ const TOP_LEVEL = [
   "worker",
   "workspaces",
   "metrics",
+  "log",
   // containers of removed keys only: their removed children are reported, the rest is ignored
   "defaults",
   "lifecycle",
@@ -160,6 +162,7 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
     worker: readWorker(f, root),
     workspaces: readWorkspaces(f, root),
     ...(root.metrics !== undefined ? { metrics: readMetrics(f, root) } : {}),
+    ...withLog(readLog(f, root)),
   };
 }
 
@@ -360,6 +363,10 @@ function readRepos(f: ConfigFile, root: YamlMap): DaemonSettings["repos"] {
     if (cloneUrl) repos[name] = { cloneUrl };
   }
   return repos;
+}
+
+function withLog(log: DaemonSettings["log"]): Pick<DaemonSettings, "log"> {
+  return log ? { log } : {};
 }
 
 function withCodehost(codehost: DaemonSettings["codehost"]): Pick<DaemonSettings, "codehost"> {
