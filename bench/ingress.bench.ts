@@ -9,6 +9,9 @@
  * after a request's rows have committed, so the ratio is what that group commit buys, next to the
  * cost of svc's verification, logging and metrics.
  *
+ * A third process, the same ingress at SVC_LOG_LEVEL=warn, runs the same rounds: its CPU per request
+ * against the first one's is the logger's share (the per-request line through winston).
+ *
  * Database: SVC_BENCH_DATABASE_URL, else SVC_TEST_DATABASE_URL, else SVC_DATABASE_URL (a server on
  * which it may create and drop a database), else an embedded Postgres in a temporary directory.
  */
@@ -184,28 +187,36 @@ async function main() {
       `server:\n  host: 127.0.0.1\n  port: 7420\nwebhooks:\n  sources:\n    bench:\n      verify: bearer\n      secret: \${BENCH_TOKEN}\n` +
         `targets:\n  local:\n    runtime: command\n    command: ["cat"]\n    timeout: 1m\nask:\n  targets: [local]\n`,
     );
-    const svcPort = await freePort();
-    const svc = startChild(
-      [join(ROOT, "bin/svc.js"), "ingress"],
-      {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        SVC_CONFIG_DIR: configDir,
-        SVC_DATABASE_URL: databaseUrl,
-        SVC_PORT: String(svcPort),
-        SVC_LOG_FORMAT: "json",
-        BENCH_TOKEN: TOKEN,
-      },
-      (line) => (line.event === "ingress.listening" ? Number(line.port) : undefined),
-    );
+    const startSvc = async (level: string) => {
+      const port = await freePort();
+      const started = startChild(
+        [join(ROOT, "bin/svc.js"), "ingress"],
+        {
+          PATH: process.env.PATH,
+          HOME: process.env.HOME,
+          SVC_CONFIG_DIR: configDir,
+          SVC_DATABASE_URL: databaseUrl,
+          SVC_PORT: String(port),
+          SVC_LOG_FORMAT: "json",
+          SVC_LOG_LEVEL: level,
+          BENCH_TOKEN: TOKEN,
+        },
+        (line) => (line.event === "ingress.listening" ? Number(line.port) : undefined),
+      );
+      // at warn the ingress prints no listening line: it is ready once /health answers
+      return { child: started.child, port: Promise.race([started.port, healthy(port)]) };
+    };
+    const svc = await startSvc("info");
+    // the same ingress with the per-request line off: the difference in CPU per request is the logger's share
+    const quiet = await startSvc("warn");
     const bare = startChild(
       [join(ROOT, "bench/support/bare-ingress.ts"), databaseUrl, String(DEFAULT_POOL_SIZE)],
       { PATH: process.env.PATH },
       (line) => (typeof line.port === "number" ? line.port : undefined),
     );
-    children.push(svc.child, bare.child);
-    const targets = { bare: await bare.port, svc: await svc.port };
-    const pids = { bare: bare.child.pid, svc: svc.child.pid };
+    children.push(svc.child, quiet.child, bare.child);
+    const targets = { bare: await bare.port, svc: await svc.port, quiet: await quiet.port };
+    const pids = { bare: bare.child.pid, svc: svc.child.pid, quiet: quiet.child.pid };
     // Postgres's processes serving the bench database: their CPU shares the machine's cores with the
     // server's, so a heavier statement costs throughput even when the server's own CPU looks the same
     const backends = async () =>
@@ -217,9 +228,9 @@ async function main() {
       const warm = await load(port, WARMUP);
       if (warm.failures) throw new Error(`${warm.failures} warm-up requests failed on port ${port}`);
     }
-    const results: Record<keyof typeof targets, RoundResult[]> = { bare: [], svc: [] };
+    const results: Record<keyof typeof targets, RoundResult[]> = { bare: [], svc: [], quiet: [] };
     for (let round = 0; round < ROUNDS; round++) {
-      for (const which of ["bare", "svc"] as const)
+      for (const which of ["bare", "svc", "quiet"] as const)
         results[which].push(await load(targets[which], PER_ROUND, pids[which], backends));
     }
 
@@ -240,13 +251,19 @@ async function main() {
     };
     const s = summary(results.svc);
     const b = summary(results.bare);
+    const q = summary(results.quiet);
     const row = (label: string, x: ReturnType<typeof summary>) =>
       `${label.padEnd(34)} ${x.perSecond.toFixed(0).padStart(7)} /s   p50 ${x.p50.toFixed(2).padStart(6)} ms   p99 ${x.p99.toFixed(2).padStart(6)} ms   server CPU ${(x.cpuPerRequest * 1000).toFixed(0).padStart(4)} us/req   database CPU ${(x.dbCpuPerRequest * 1000).toFixed(0).padStart(4)} us/req   client CPU ${(x.clientCpu * 100).toFixed(0)}% of a core   failed ${x.failures}`;
     console.log(
       `accepted webhooks, concurrency ${CONCURRENCY}, ${ROUNDS} alternating rounds of ${PER_ROUND} each, pool ${DEFAULT_POOL_SIZE}`,
     );
     console.log(row("svc ingress", s));
+    console.log(row("svc ingress, SVC_LOG_LEVEL=warn", q));
     console.log(row("bare express 5 + pg (baseline)", b));
+    const loggerUs = (s.cpuPerRequest - q.cpuPerRequest) * 1000;
+    console.log(
+      `logger's share: ${loggerUs.toFixed(0)} us of ${(s.cpuPerRequest * 1000).toFixed(0)} us server CPU per request (${((100 * loggerUs) / (s.cpuPerRequest * 1000)).toFixed(1)}%; the request line at info against none at warn)`,
+    );
     const ratio = s.perSecond / b.perSecond;
     console.log(
       `ratio svc / baseline: ${ratio.toFixed(2)} (target >= 0.90: ${ratio >= 0.9 ? "met" : "MISSED"}); svc p99 ${s.p99.toFixed(2)} ms`,
@@ -257,7 +274,7 @@ async function main() {
         .map((n) => n.toFixed(2))
         .join(", ")}`,
     );
-    if (s.failures || b.failures) process.exitCode = 1;
+    if (s.failures || b.failures || q.failures) process.exitCode = 1;
   } finally {
     for (const child of children) await stopChild(child);
     await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
@@ -265,6 +282,18 @@ async function main() {
     if (stopEmbedded) await stopEmbedded();
     await rm(work, { recursive: true, force: true });
   }
+}
+
+async function healthy(port: number): Promise<number> {
+  for (let tries = 0; tries < 600; tries++) {
+    const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ok) return port;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the ingress on port ${port} never answered /health`);
 }
 
 async function freePort(): Promise<number> {

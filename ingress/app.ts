@@ -7,6 +7,7 @@ import type { Knowledge } from "../shared/knowledge/service.ts";
 import type { Logger } from "../shared/logger.ts";
 import { buildOpenApi } from "./api/openapi.ts";
 import { createApiRouter } from "./api/router.ts";
+import { trustProxy } from "./auth/client.ts";
 import { sendError, sendUnavailable } from "./errors.ts";
 import { createIngressMetrics, type IngressMetrics } from "./metrics.ts";
 import { createMetricsRoute } from "./metrics-route.ts";
@@ -35,6 +36,8 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
   app.disable("x-powered-by");
   app.set("etag", false);
   app.set("query parser", "simple");
+  // `req.ip` and `req.secure` believe forwarding headers only from `server.trusted_proxies`
+  app.set("trust proxy", trustProxy(deps.config.server.trustedProxies));
 
   app.use(requestLog(deps.logger));
   const metrics = deps.metrics ?? createIngressMetrics();
@@ -107,9 +110,17 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
   return app;
 }
 
-/** One line per request: route, status, latency, trigger id. Never headers, query strings or bodies. */
+/**
+ * One line per request: route, status, latency, client address (behind `server.trusted_proxies`,
+ * the address they forwarded for), trigger id. Never headers, query strings or bodies.
+ */
 function requestLog(logger: Logger) {
   return (req: Request, res: Response, next: NextFunction) => {
+    // asked per request, before anything is built: at SVC_LOG_LEVEL=warn the line costs nothing
+    if (!logger.isLevelEnabled("info")) {
+      next();
+      return;
+    }
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       logger.info("request", {
@@ -118,6 +129,7 @@ function requestLog(logger: Logger) {
         route: res.locals.route ?? req.path,
         status: res.statusCode,
         latency_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        client: req.ip,
         ...(res.locals.trigger ? { trigger: res.locals.trigger } : {}),
       });
     });

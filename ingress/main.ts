@@ -9,7 +9,7 @@ import { formatProblems } from "../shared/config/format.ts";
 import { loadConfig } from "../shared/config/load.ts";
 import type { SecretSource } from "../shared/config/types.ts";
 import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
-import { createLogger, type Logger } from "../shared/logger.ts";
+import { addLogFile, createLogger, LogFileError, type Logger } from "../shared/logger.ts";
 import { readInstanceKey } from "../shared/secrets/instance-key.ts";
 import { storedSecretRefs } from "../shared/secrets/refs.ts";
 import { createIngressApp } from "./app.ts";
@@ -48,6 +48,15 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
     logger.warn(problem.message, { event: "config.warning", file: problem.file, path: problem.path });
   }
   const config = loaded.config;
+  if (config.log) {
+    try {
+      addLogFile(logger, config.log);
+    } catch (error) {
+      if (error instanceof LogFileError)
+        throw new StartupError(`svc ingress: refusing to start\n${error.message}`);
+      throw error;
+    }
+  }
 
   // the ingress uses the webhook sources and the API tokens; the worker resolves its own secrets
   const refs = storedSecretRefs({

@@ -4,7 +4,7 @@ import { formatProblems } from "../../shared/config/format.ts";
 import { loadConfig } from "../../shared/config/load.ts";
 import { RetrievalToolError } from "../../shared/knowledge/qmd.ts";
 import { KnowledgeIndexError } from "../../shared/knowledge/service.ts";
-import { createLogger } from "../../shared/logger.ts";
+import { addLogFile, createLogger, LogFileError } from "../../shared/logger.ts";
 import { startWorker } from "../../worker/worker.ts";
 import { configDirOf, dirFlag } from "../config-dir-flag.ts";
 
@@ -43,6 +43,15 @@ export default class Worker extends Command {
     if (!loaded.ok) {
       this.logToStderr(formatProblems(loaded.problems));
       this.exit(1);
+    }
+    if (loaded.config.log) {
+      try {
+        addLogFile(logger, loaded.config.log);
+      } catch (error) {
+        if (!(error instanceof LogFileError)) throw error;
+        this.logToStderr(`svc worker: refusing to start\n${error.message}`);
+        this.exit(1);
+      }
     }
     // signals are wired before anything starts, so a SIGTERM during start-up is not lost
     let requested: string | undefined;

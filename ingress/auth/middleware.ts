@@ -11,11 +11,12 @@ import {
   createBrokerVerifier,
   looksLikeJwt,
 } from "./broker.ts";
+import { isLoopbackRequest } from "./client.ts";
 import { LOCAL_PRINCIPAL, type Principal, refusal } from "./principal.ts";
 import { createTokenResolver } from "./tokens.ts";
 
 export interface AccessControl {
-  /** true when requests from this machine need no token (see README, "Access to the daemon API") */
+  /** true when no token is configured and only this machine can reach the ingress */
   readonly localInstall: boolean;
   /** the request's principal; throws a 401 ApiError when it has none */
   authenticate(req: Request): Promise<Principal>;
@@ -25,17 +26,13 @@ export interface AccessControl {
 
 /**
  * A local install is one nobody else can reach: no `auth.tokens` and no broker configured, and a
- * loopback bind. Only there does a request without a token act with `*`, and only from a loopback
- * peer. Anything reachable off the machine serves no scoped route without a valid token.
+ * loopback bind. It changes nothing about access (a loopback client has `*` everywhere, see
+ * `isLoopbackRequest`); `svc doctor` reports it.
  */
 export function isLocalInstall(config: Readonly<ConfigSnapshot>): boolean {
   const auth = config.auth;
   const noTokens = !auth || (Object.keys(auth.tokens).length === 0 && !auth.broker);
   return noTokens && isLoopbackHost(config.server.host);
-}
-
-function isLoopbackPeer(address: string | undefined): boolean {
-  return address !== undefined && isLoopbackHost(address);
 }
 
 const UNAUTHENTICATED =
@@ -67,7 +64,8 @@ export function createAccessControl(deps: {
     async authenticate(req) {
       const header = req.get("authorization");
       if (header === undefined) {
-        if (localInstall && isLoopbackPeer(req.socket.remoteAddress)) return LOCAL_PRINCIPAL;
+        // the contract's "the loopback client keeps `*`", with or without configured tokens
+        if (isLoopbackRequest(req)) return LOCAL_PRINCIPAL;
         throw new ApiError(401, "unauthenticated", UNAUTHENTICATED);
       }
       const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);

@@ -62,7 +62,7 @@ export function crossesOwnerBoundary(principal: Principal): boolean {
   return principal.scopes.includes("*") || principal.scopes.includes("workloads:admin");
 }
 
-/** The anonymous client of a local install (no tokens configured, loopback bind, loopback peer). */
+/** The anonymous loopback client: a loopback peer with no forwarding header (see auth/client.ts). */
 export const LOCAL_PRINCIPAL: Principal = Object.freeze({
   owner: "local",
   scopes: Object.freeze(["*"]),

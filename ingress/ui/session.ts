@@ -31,12 +31,13 @@ export function cookieToken(req: Request): string | undefined {
 function withBearer(req: Request, token: string): Request {
   const view = {
     socket: req.socket,
+    headers: req.headers,
     get: (name: string) => (name.toLowerCase() === "authorization" ? `Bearer ${token}` : req.get(name)),
   };
   return view as unknown as Request;
 }
 
-/** Authorization header first, then the session cookie, then the local-install rule. */
+/** Authorization header first, then the session cookie, then the loopback rule. */
 export function authenticatePage(access: AccessControl, req: Request): Promise<Principal> {
   if (req.get("authorization") !== undefined) return access.authenticate(req);
   const token = cookieToken(req);

@@ -1,8 +1,9 @@
 import { unknownScopes } from "../scopes.ts";
 import { readAuthFailure, readCredentialEnv, readMaxTurns } from "./agent-tools.ts";
 import { readKnowledgeSettings } from "./knowledge.ts";
+import { readLog } from "./log.ts";
 import { readMetrics, readWorkerMetricsPort } from "./metrics.ts";
-import { isLoopbackHost } from "./network.ts";
+import { isLoopbackHost, parseAddressRange } from "./network.ts";
 import { readBreakerLimits, readChatApiUrl, readCodehost } from "./outputs.ts";
 import {
   bool,
@@ -70,6 +71,7 @@ const TOP_LEVEL = [
   "worker",
   "workspaces",
   "metrics",
+  "log",
   // containers of removed keys only: their removed children are reported, the rest is ignored
   "defaults",
   "lifecycle",
@@ -160,12 +162,13 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
     worker: readWorker(f, root),
     workspaces: readWorkspaces(f, root),
     ...(root.metrics !== undefined ? { metrics: readMetrics(f, root) } : {}),
+    ...withLog(readLog(f, root)),
   };
 }
 
 function readServer(f: ConfigFile, root: YamlMap, env: NodeJS.ProcessEnv): DaemonSettings["server"] {
   const server = child(f, root, "server", []) ?? {};
-  checkKeys(f, server, ["server"], ["host", "port"]);
+  checkKeys(f, server, ["server"], ["host", "port", "trusted_proxies"]);
   let host = str(f, server, "host", ["server"]) ?? DEFAULT_HOST;
   let port = int(f, server, "port", ["server"], { min: 1, max: 65_535 }) ?? DEFAULT_PORT;
   // the environment wins, so the off-loopback checks below see the address the ingress really binds
@@ -183,7 +186,19 @@ function readServer(f: ConfigFile, root: YamlMap, env: NodeJS.ProcessEnv): Daemo
         `the environment variable SVC_PORT (overriding "server.port") must be a port number between 0 and 65535, 0 for any free port (got ${quote(envPort)})`,
       );
   }
-  return { host, port };
+  return { host, port, trustedProxies: readTrustedProxies(f, server) };
+}
+
+function readTrustedProxies(f: ConfigFile, server: YamlMap): string[] {
+  const list = strList(f, server, "trusted_proxies", ["server"]) ?? [];
+  const bad = list.findIndex((entry) => !parseAddressRange(entry));
+  if (bad === -1) return list;
+  f.report(
+    ["server", "trusted_proxies", bad],
+    "invalid_value",
+    `"server.trusted_proxies[${bad}]" (${quote(list[bad]!)}) must be an IP address or a CIDR range such as 10.0.0.5, 10.0.0.0/8 or fd00::/8 - host names are not resolved`,
+  );
+  return [];
 }
 
 function readWebhooks(f: ConfigFile, root: YamlMap): DaemonSettings["webhooks"] {
@@ -348,6 +363,10 @@ function readRepos(f: ConfigFile, root: YamlMap): DaemonSettings["repos"] {
     if (cloneUrl) repos[name] = { cloneUrl };
   }
   return repos;
+}
+
+function withLog(log: DaemonSettings["log"]): Pick<DaemonSettings, "log"> {
+  return log ? { log } : {};
 }
 
 function withCodehost(codehost: DaemonSettings["codehost"]): Pick<DaemonSettings, "codehost"> {

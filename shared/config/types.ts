@@ -184,10 +184,23 @@ export interface CodehostConfig {
   principals: Record<string, { token: SecretSource }>;
 }
 
+/** `log:` in daemon.yaml: winston's file transport beside stdout. */
+export interface LogSettings {
+  /** absolute; each process inserts its role before the extension */
+  file: string;
+  maxSizeBytes: number;
+  maxFiles: number;
+}
+
 export interface ConfigSnapshot {
   /** absolute path of the configuration directory */
   dir: string;
-  server: { host: string; port: number };
+  server: {
+    host: string;
+    port: number;
+    /** peers whose forwarding headers are believed for the client address (addresses or CIDR ranges) */
+    trustedProxies?: readonly string[];
+  };
   webhooks: { maxBodyBytes: number; sources: Record<string, WebhookSource> };
   targets: Record<string, Target>;
   ask: { targets: string[] };
@@ -222,6 +235,8 @@ export interface ConfigSnapshot {
   worker: { concurrency: number; graceMs: number; metricsPort?: number };
   /** `metrics:` (shared/config/metrics.ts); absent = `/metrics` needs `admin` */
   metrics?: MetricsSettings;
+  /** `log:` (shared/config/log.ts); absent = stdout only */
+  log?: LogSettings;
   workspaces: { checkoutRetentionDays: number; transcriptRetentionDays: number };
   pipelines: Record<string, Pipeline>;
   agents: Record<string, Agent>;

@@ -158,7 +158,7 @@ export async function doctorRoute(ctx: RouteContext): Promise<Reply> {
     status: "ok",
     message: ctx.access.localInstall
       ? "local install: loopback clients need no token"
-      : "every scoped route needs a valid token",
+      : "loopback clients without forwarding headers need no token; every other request needs a valid token",
   }));
   return ok({ probes });
 }

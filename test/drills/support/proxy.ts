@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A small reverse proxy on loopback, standing in for the nginx of deploy/nginx/ (which a clean
- * machine may lack): round-robin over the upstreams, bodies forwarded as raw bytes, and `502` when
+ * machine may lack): X-Forwarded-For and X-Real-IP added as nginx adds them, round-robin over the upstreams, bodies forwarded as raw bytes, and `502` when
  * the upstream connection fails after the request went out. Like nginx, a refused connection
  * (nothing sent) goes to the next upstream, and that upstream is skipped for 5 s; a POST that
  * already went out is never sent twice: the caller retries.
@@ -77,6 +77,11 @@ export async function startReverseProxy(initial: string[]): Promise<ReverseProxy
     const target = new URL(req.url ?? "/", upstreams[index]);
     const headers = forwardHeaders(req.headers);
     headers["content-length"] = String(body.length);
+    // as deploy/nginx/svc-proxy.conf does: the ingress tells forwarded requests from loopback clients
+    const peer = req.socket.remoteAddress ?? "";
+    const before = req.headers["x-forwarded-for"];
+    headers["x-forwarded-for"] = before ? `${before}, ${peer}` : peer;
+    headers["x-real-ip"] = peer;
     const upstream = request(target, { method: req.method, headers, agent });
     upstream.setTimeout(60_000, () => upstream.destroy(new Error("upstream timeout")));
     upstream.on("response", (answer) => {

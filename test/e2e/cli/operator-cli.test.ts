@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ensureQueue, startBoss } from "../../../db/boss.ts";
 import { createPool } from "../../../db/connect.ts";
 import { laneQueue } from "../../../shared/queues.ts";
+import { startReverseProxy } from "../../drills/support/proxy.ts";
 import { seedLineage } from "../../integration/api/support.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { daemonYaml, freePort, PERSONA_MD, PIPELINE_YAML, type Run, svc } from "./support.ts";
@@ -97,10 +98,21 @@ describe("svc daemon", () => {
 });
 
 describe("credentials", () => {
-  it("a scoped command without stored credentials is refused (SVC_MANAGEMENT_TOKEN is not read)", async () => {
-    const run = await svc(["trigger", "list"], withDaemon());
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain("svc auth setup");
+  it("without stored credentials, a command on the daemon's host acts as the loopback client with *", async () => {
+    // SVC_MANAGEMENT_TOKEN (the reader token, no `admin`) is not read: queue status needs `admin`
+    expectOk(await svc(["queue", "status"], withDaemon()));
+    expectOk(await svc(["schedule", "list"], withDaemon()));
+  });
+
+  it("without stored credentials, a command through a reverse proxy is refused", async () => {
+    const proxy = await startReverseProxy([env.SVC_DAEMON_URL!]);
+    try {
+      const run = await svc(["trigger", "list"], withDaemon({ SVC_DAEMON_URL: proxy.url }));
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain("svc auth setup");
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("token issue prints a `*` token once and stores only its hash", async () => {

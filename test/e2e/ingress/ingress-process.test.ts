@@ -1,5 +1,6 @@
-import { readFile, stat } from "node:fs/promises";
+import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { request } from "node:http";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import pg from "pg";
@@ -202,6 +203,30 @@ describe("svc ingress as a real process", () => {
       expected: ["ask"],
     },
     {
+      name: "a log block that is not a valid one",
+      files: {
+        "daemon.yaml": daemonYaml(
+          "    other:\n      verify: bearer\n      secret: s5",
+          "log:\n  file: svc.log\n",
+        ),
+      },
+      expected: [
+        'daemon.yaml: "log.file" must be an absolute file path such as /var/log/svc/svc.log (each process writes its own file, e.g. svc.ingress.log) (got "svc.log")',
+      ],
+    },
+    {
+      name: "a log file in a directory that does not exist",
+      files: {
+        "daemon.yaml": daemonYaml(
+          "    other:\n      verify: bearer\n      secret: s6",
+          "log:\n  file: /nonexistent/svc-e2e/svc.log\n",
+        ),
+      },
+      expected: [
+        'daemon.yaml: "log.file": the directory /nonexistent/svc-e2e does not exist - create it and let the svc user write there, or remove the "log" block',
+      ],
+    },
+    {
       name: "any configuration error",
       files: { "daemon.yaml": daemonYaml("    other:\n      verify: sometimes\n      secret: s4") },
       expected: ["webhooks.sources.other.verify"],
@@ -228,6 +253,48 @@ describe("svc ingress as a real process", () => {
       await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
     });
   }
+
+  it("with a log block, writes its lines into <file> with its role, as well as to stdout", async () => {
+    const logs = await mkdtemp(join(tmpdir(), "svc-e2e-logs-"));
+    const dir = await configDir({
+      "daemon.yaml": daemonYaml(
+        `    deploy:\n      verify: bearer\n      secret: \${DEPLOY_TOKEN}`,
+        `log:\n  file: ${join(logs, "svc.log")}\n  max_size: 1MiB\n  max_files: 2\n`,
+      ),
+    });
+    const env = childEnv({
+      SVC_CONFIG_DIR: dir,
+      SVC_DATABASE_URL: database.url,
+      SVC_PORT: String(await freePort()),
+      DEPLOY_TOKEN,
+    });
+    const ingress = await startIngressProcess(env);
+    try {
+      const refused = await fetch(`${ingress.url}/webhooks/deploy`, {
+        method: "POST",
+        headers: { authorization: `Bearer wrong-${DEPLOY_TOKEN}`, "content-type": "application/json" },
+        body: "{}",
+      });
+      expect(refused.status).toBe(401);
+      ingress.child.kill("SIGTERM");
+      expect((await ingress.exited).code).toBe(0);
+      const lines = (await readFile(join(logs, "svc.ingress.log"), "utf8"))
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+      const events = lines.map((line) => line.event);
+      expect(events).toContain("ingress.listening");
+      expect(lines.find((line) => line.event === "http.request")).toMatchObject({
+        status: 401,
+        role: "ingress",
+      });
+      expect(events).toContain("ingress.stopped");
+      expect(JSON.stringify(lines)).not.toContain(DEPLOY_TOKEN);
+    } finally {
+      ingress.child.kill("SIGKILL");
+      await rm(logs, { recursive: true, force: true });
+    }
+  });
 
   it("fails to start, naming the cause, when stored secrets are in use and the database cannot be reached", async () => {
     const dir = await configDir({

@@ -4,7 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type ApiHarness, apiConfig, startApi, tokensBlock } from "../../integration/api/support.ts";
+import {
+  type ApiHarness,
+  apiConfig,
+  startApi,
+  tokensBlock,
+  VIA_PROXY,
+} from "../../integration/api/support.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { seedRuns, XSS_PAYLOAD } from "./support.ts";
 
@@ -37,6 +43,8 @@ beforeAll(async () => {
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     viewport: { width: 1200, height: 900 },
+    // a browser reaches the pages through the reverse proxy; on bare loopback it would need no token
+    extraHTTPHeaders: VIA_PROXY,
     args: [
       "--headless",
       "--no-sandbox",

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { issueRunToken } from "../../../db/api_tokens.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
-import { type ApiHarness, apiConfig, seedLineage, startApi, tokensBlock } from "./support.ts";
+import { type ApiHarness, apiConfig, seedLineage, startApi, tokensBlock, VIA_PROXY } from "./support.ts";
 
 /**
  * The tool protocol driven by the MCP SDK's own client over Streamable HTTP: what each kind of
@@ -38,10 +38,10 @@ function withMarkTool(config: ConfigSnapshot): ConfigSnapshot {
   };
 }
 
-async function connect(url: string, token?: string): Promise<Client> {
+async function connect(url: string, token?: string, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: "svc-test", version: "1.0.0" });
   const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
-    requestInit: { headers: token ? { authorization: `Bearer ${token}` } : {} },
+    requestInit: { headers: { ...headers, ...(token ? { authorization: `Bearer ${token}` } : {}) } },
   });
   await client.connect(transport);
   return client;
@@ -362,14 +362,28 @@ describe("transport and authentication", () => {
     }
   });
 
-  it("without a token, a daemon reachable off the machine answers 401", async () => {
+  it("an anonymous loopback client has * even with auth.tokens configured", async () => {
+    const client = await connect(api.url);
+    expect(await toolNames(client)).toContain("host_mark");
+    await client.close();
+  });
+
+  it("without a token, a request forwarded by a proxy answers 401, tokens configured or not", async () => {
     const exposed = await startApi(db.url, withMarkTool(apiConfig(null, "0.0.0.0")));
     try {
-      await expect(connect(exposed.url)).rejects.toThrow();
-      const response = await exposed.request("POST", "/mcp", {
-        body: { jsonrpc: "2.0", id: 1, method: "tools/list" },
-      });
-      expect(response.status).toBe(401);
+      for (const url of [api.url, exposed.url]) {
+        await expect(connect(url, undefined, VIA_PROXY)).rejects.toThrow();
+        const response = await fetch(`${url}/mcp`, {
+          method: "POST",
+          headers: {
+            ...VIA_PROXY,
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+          },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+        });
+        expect(response.status, url).toBe(401);
+      }
     } finally {
       await exposed.close();
     }

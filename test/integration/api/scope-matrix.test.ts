@@ -10,6 +10,7 @@ import {
   seedLineage,
   startApi,
   tokensBlock,
+  VIA_PROXY,
 } from "./support.ts";
 
 /**
@@ -21,6 +22,7 @@ const SINGLE_SCOPES = [...SCOPES.filter((scope) => scope !== "*"), "host:execute
 
 type Caller =
   | { kind: "none" }
+  | { kind: "loopback" }
   | { kind: "scope"; scope: string }
   | { kind: "star" }
   | { kind: "out-of-vocabulary"; scopes: string[] }
@@ -36,6 +38,7 @@ function expectedAllowed(route: RouteSpec, caller: Caller): boolean {
     case "out-of-vocabulary":
       return false;
     case "star":
+    case "loopback":
       return true;
     case "sandboxed":
       // it carries `*` but host tools refuse it
@@ -84,8 +87,9 @@ let api: ApiHarness;
 let ids: SeededLineage;
 let sandboxToken: string;
 
-const callers: { label: string; caller: Caller; token?: () => string }[] = [
-  { label: "no token", caller: { kind: "none" } },
+const callers: { label: string; caller: Caller; token?: () => string; headers?: Record<string, string> }[] = [
+  { label: "no token through a proxy", caller: { kind: "none" }, headers: VIA_PROXY },
+  { label: "no token on loopback", caller: { kind: "loopback" } },
   ...SINGLE_SCOPES.map((scope) => ({
     label: `only ${scope}`,
     caller: { kind: "scope", scope } as Caller,
@@ -131,11 +135,12 @@ afterAll(async () => {
 
 describe("scope matrix: every route × every caller", () => {
   for (const route of API_ROUTES) {
-    for (const { label, caller, token } of callers) {
+    for (const { label, caller, token, headers } of callers) {
       const allowed = expectedAllowed(route, caller);
       it(`${route.method} ${route.path} with ${label} is ${allowed ? "allowed" : "denied"}`, async () => {
         const response = await api.request(route.method, pathFor(route, ids), {
           ...(token ? { token: token() } : {}),
+          ...(headers ? { headers } : {}),
           body: bodyFor(route),
         });
         const text = await response.text();
@@ -163,16 +168,24 @@ describe("local-install rule", () => {
     }
   });
 
-  it("a daemon reachable off the machine with no tokens serves no scoped route without a token", async () => {
+  it("bound off the machine with no tokens, only the loopback client is served without a token", async () => {
     const exposed = await startApi(db.url, apiConfig(null, "0.0.0.0"));
     try {
       for (const route of API_ROUTES) {
-        const response = await exposed.request(route.method, pathFor(route, ids), { body: bodyFor(route) });
-        expect(response.status, `${route.method} ${route.path}`).toBe(401);
+        const path = pathFor(route, ids);
+        const remote = await exposed.request(route.method, path, {
+          body: bodyFor(route),
+          headers: VIA_PROXY,
+        });
+        expect(remote.status, `${route.method} ${route.path} through a proxy`).toBe(401);
+        const local = await exposed.request(route.method, path, { body: bodyFor(route) });
+        expect(denied(local.status), `${route.method} ${route.path} on loopback: ${local.status}`).toBe(
+          false,
+        );
       }
       // `/` and `/health` stay open
-      expect((await exposed.request("GET", "/health")).status).toBe(200);
-      expect((await exposed.request("GET", "/")).status).toBe(200);
+      expect((await exposed.request("GET", "/health", { headers: VIA_PROXY })).status).toBe(200);
+      expect((await exposed.request("GET", "/", { headers: VIA_PROXY })).status).toBe(200);
     } finally {
       await exposed.close();
     }

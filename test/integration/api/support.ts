@@ -105,6 +105,9 @@ export function apiConfig(auth: ConfigSnapshot["auth"], host = "127.0.0.1"): Con
   };
 }
 
+/** What nginx adds (deploy/nginx/svc-proxy.conf): the request of a remote client through a proxy. */
+export const VIA_PROXY = { "x-forwarded-for": "203.0.113.7" } as const;
+
 /** `auth.tokens` entries with inline secrets: name → scopes; the secret is `secret-<name>`. */
 export function tokensBlock(tokens: Record<string, string[]>): NonNullable<ConfigSnapshot["auth"]>["tokens"] {
   return Object.fromEntries(
@@ -120,7 +123,11 @@ export interface ApiHarness {
   pool: pg.Pool;
   boss: PgBoss;
   logText(): string;
-  request(method: string, path: string, options?: { token?: string; body?: unknown }): Promise<Response>;
+  request(
+    method: string,
+    path: string,
+    options?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<Response>;
   close(): Promise<void>;
 }
 
@@ -160,6 +167,7 @@ export async function startApi(databaseUrl: string, config: ConfigSnapshot): Pro
       fetch(url + path, {
         method,
         headers: {
+          ...options.headers,
           ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
           ...(options.body !== undefined ? { "content-type": "application/json" } : {}),
         },

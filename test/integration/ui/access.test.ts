@@ -9,6 +9,7 @@ import {
   seedLineage,
   startApi,
   tokensBlock,
+  VIA_PROXY,
 } from "../api/support.ts";
 
 /** Who may open the /ui pages and how, and what the cookie does NOT open; /openapi.json as served. */
@@ -48,10 +49,14 @@ const login = (harness: ApiHarness, token: string, origin: string | undefined) =
   });
 
 describe("/ui access", () => {
-  it("without credentials answers 401 with the login form", async () => {
-    const response = await page(secured, `/ui/trace/${seeded.trigger}`);
+  it("without credentials, through a proxy, answers 401 with the login form", async () => {
+    const response = await page(secured, `/ui/trace/${seeded.trigger}`, VIA_PROXY);
     expect(response.status).toBe(401);
     expect(await response.text()).toContain('action="/ui/login"');
+  });
+
+  it("without credentials on loopback, opens the pages even with tokens configured", async () => {
+    expect((await page(secured, `/ui/trace/${seeded.trigger}`)).status).toBe(200);
   });
 
   it("accepts the Authorization header and shows the diagnostic", async () => {
@@ -93,6 +98,7 @@ describe("/ui access", () => {
 
   it("the cookie opens no API route: only /ui reads it", async () => {
     const response = await page(secured, `/trace/${seeded.trigger}`, {
+      ...VIA_PROXY,
       cookie: "svc_ui_token=secret-reader",
     });
     expect(response.status).toBe(401);

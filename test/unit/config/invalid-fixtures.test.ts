@@ -338,6 +338,11 @@ const CASES: [string, string, string][] = [
     'pipelines/main.yaml: "trigger.manual" was removed - every pipeline is fireable by name, so delete the key',
   ],
   [
+    "trusted-proxies-hostname",
+    "invalid_value",
+    'daemon.yaml: "server.trusted_proxies[1]" ("proxy.internal") must be an IP address or a CIDR range such as 10.0.0.5, 10.0.0.0/8 or fd00::/8 - host names are not resolved',
+  ],
+  [
     "unknown-agent",
     "unknown_agent",
     'pipelines/main.yaml: agent "ghost" is not defined - create agents/ghost/PERSONA.md or name one of: bot',

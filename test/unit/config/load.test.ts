@@ -69,7 +69,7 @@ describe("loadConfig on the reference configuration", () => {
   it("fills every field of the snapshot and deep-freezes it", async () => {
     const config = expectOk(await loadConfig({ dir: join(FIXTURES, "valid"), env: REFERENCE_ENV }));
     expect(config.dir).toBe(join(FIXTURES, "valid"));
-    expect(config.server).toEqual({ host: "127.0.0.1", port: 7420 });
+    expect(config.server).toEqual({ host: "127.0.0.1", port: 7420, trustedProxies: [] });
     expect(config.webhooks.maxBodyBytes).toBe(2_097_152);
     expect(config.webhooks.sources["deploy-hook"]).toEqual({
       name: "deploy-hook",
@@ -203,7 +203,7 @@ describe("rules that depend on the environment", () => {
         env: { ...REFERENCE_ENV, SVC_HOST: "::1", SVC_PORT: "8088" },
       }),
     );
-    expect(config.server).toEqual({ host: "::1", port: 8088 });
+    expect(config.server).toEqual({ host: "::1", port: 8088, trustedProxies: [] });
     const bad = await loadConfig({
       dir: join(FIXTURES, "reference"),
       env: { ...REFERENCE_ENV, SVC_PORT: "http" },
