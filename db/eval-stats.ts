@@ -51,12 +51,16 @@ export async function statsByVersionTarget(
   return rows;
 }
 
-/** A set of runs to compare: by version, target, creation time, an eval run, or curated cases. */
+/**
+ * A set of runs to compare: by version, target, creation time, an eval run's replays, the original
+ * runs of the cases an eval run replayed, or the original runs of curated cases (by tag).
+ */
 export type Cohort =
   | { kind: "version"; version: string }
   | { kind: "target"; target: string }
   | { kind: "dates"; from: Date; to: Date }
   | { kind: "run"; run: string }
+  | { kind: "original"; run: string }
   | { kind: "cases"; tag?: string };
 
 /** One run of a cohort; `expected` is set when the run stands for a curated case. */
@@ -73,13 +77,17 @@ const MAX_COHORT_RUNS = 20_000;
 
 /** The cohort's runs of `pipeline`, newest first, at most MAX_COHORT_RUNS. */
 export async function readCohort(db: Queryable, pipeline: string, cohort: Cohort): Promise<CohortRun[]> {
-  if (cohort.kind === "cases") {
+  if (cohort.kind === "cases" || cohort.kind === "original") {
+    const [clause, value] =
+      cohort.kind === "cases"
+        ? ["($2::text IS NULL OR $2 = ANY (c.tags))", cohort.tag ?? null]
+        : ["c.id IN (SELECT case_id FROM svc.eval_run_cases WHERE eval_run_id = $2)", cohort.run];
     const { rows } = await db.query<CohortRun>(
-      `SELECT observed = 'pass' AS completed, observed_code AS code, duration_ms AS "durationMs", result,
-              expected, expected_result AS "expectedResult"
-         FROM svc.eval_cases WHERE pipeline = $1 AND ($2::text IS NULL OR $2 = ANY (tags))
-        ORDER BY created_at DESC LIMIT ${MAX_COHORT_RUNS}`,
-      [pipeline, cohort.tag ?? null],
+      `SELECT c.observed = 'pass' AS completed, c.observed_code AS code, c.duration_ms AS "durationMs", c.result,
+              c.expected, c.expected_result AS "expectedResult"
+         FROM svc.eval_cases c WHERE c.pipeline = $1 AND ${clause}
+        ORDER BY c.created_at DESC LIMIT ${MAX_COHORT_RUNS}`,
+      [pipeline, value],
     );
     return rows;
   }

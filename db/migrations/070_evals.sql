@@ -18,7 +18,8 @@ CREATE TABLE svc.eval_cases (
   event_source       text NOT NULL,
   event_name         text NOT NULL,
   payload            jsonb NOT NULL,
-  -- what the run did: `pass` when the invocation completed (and matched expected_result), else `fail`
+  -- what the run did: `pass` when the invocation completed, `fail` when it failed (agreement with
+  -- the expectation also checks expected_result against result, at read time)
   observed           text NOT NULL CHECK (observed IN ('pass', 'fail')),
   observed_code      text,
   duration_ms        double precision,
