@@ -23,6 +23,8 @@ export interface QueuedRun {
   workloadId: string;
   triggerId: string;
   pipeline: string;
+  /** the pipeline's `version` as configured when the run was created */
+  pipelineVersion: string;
   owner: string | null;
   workspace: string;
   invocationId: string;
@@ -35,10 +37,10 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
   const column = <K extends keyof QueuedRun>(key: K) => runs.map((run) => run[key]);
   await db.query(
     `WITH w AS (
-       INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace)
-       SELECT id, trigger_id, pipeline, owner, 'open', workspace
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-           AS r(id, trigger_id, pipeline, owner, workspace))
+       INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace, pipeline_version)
+       SELECT id, trigger_id, pipeline, owner, 'open', workspace, pipeline_version
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $8::text[])
+           AS r(id, trigger_id, pipeline, owner, workspace, pipeline_version))
      INSERT INTO svc.invocations (id, workload_id, status, target)
      SELECT id, workload_id, 'queued', target
        FROM unnest($6::text[], $1::text[], $7::text[]) AS r(id, workload_id, target)`,
@@ -50,6 +52,7 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
       column("workspace"),
       column("invocationId"),
       column("target"),
+      column("pipelineVersion"),
     ],
   );
 }
@@ -71,8 +74,8 @@ export async function insertWorkloadWithClaimedInvocation(
     text: `WITH running AS (
        UPDATE svc.triggers SET status = 'running', diagnostic = NULL, updated_at = now() WHERE id = $2),
      w AS (
-       INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace)
-       VALUES ($1, $2, $3, $4, 'open', $5) RETURNING id)
+       INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace, pipeline_version)
+       VALUES ($1, $2, $3, $4, 'open', $5, $9) RETURNING id)
      INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at)
      SELECT $6, w.id, 'running', $7, $8, now(), 1, now() FROM w
      RETURNING *`,
@@ -85,6 +88,7 @@ export async function insertWorkloadWithClaimedInvocation(
       row.invocationId,
       row.target,
       row.workerId,
+      row.pipelineVersion,
     ],
   });
   return rows[0]!;

@@ -26,15 +26,18 @@ export async function recordTrigger(
 
 /**
  * recordTrigger for many triggers in one transaction (one commit, one insert of triggers, one of
- * jobs), answered in their order. Either every one of them is stored or none is.
+ * jobs), answered in their order. Either every one of them is stored or none is. `alongside` writes
+ * what belongs with them (an eval run's rows) in the same transaction, before their jobs exist.
  */
 export async function recordTriggers(
   pool: pg.Pool,
   boss: PgBoss,
   triggers: readonly NewTrigger[],
+  alongside?: (client: pg.ClientBase, recorded: { id: string; created: boolean }[]) => Promise<void>,
 ): Promise<{ id: string; created: boolean }[]> {
   const recorded = await withTransaction(pool, async (client) => {
     const inserted = await insertTriggers(client, triggers);
+    await alongside?.(client, inserted);
     const jobs = inserted
       .filter((trigger) => trigger.created)
       .map((trigger): { data: DispatchJob } => ({ data: { triggerId: trigger.id } }));

@@ -17,11 +17,13 @@ export interface LockedTrigger {
   payload: unknown;
   owner: string | null;
   replay_of: string | null;
+  /** set on an eval run's replay: its `source` names the one pipeline it runs */
+  eval_run_id: string | null;
   /** whether a workload already exists for it (a dispatch that ran before) */
   has_workloads: boolean;
 }
 
-const LOCKED_COLUMNS = `t.id, t.kind, t.source, t.event_name, t.status, t.payload, t.owner, t.replay_of,
+const LOCKED_COLUMNS = `t.id, t.kind, t.source, t.event_name, t.status, t.payload, t.owner, t.replay_of, t.eval_run_id,
        EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
 
 /**

@@ -9,6 +9,8 @@ export const ID_PREFIXES = {
   artifact: "art_",
   note: "not_",
   token: "tok_",
+  evalCase: "evc_",
+  evalRun: "evr_",
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
@@ -27,7 +29,7 @@ export function newId(kind: IdKind): string {
   return ID_PREFIXES[kind] + body;
 }
 
-const ID_PATTERN = /^(trg|run|inv|tsk|art|not|tok)_[a-z2-7]+$/;
+const ID_PATTERN = /^(trg|run|inv|tsk|art|not|tok|evc|evr)_[a-z2-7]+$/;
 
 export function isId(value: string): boolean {
   return ID_PATTERN.test(value);

@@ -207,7 +207,7 @@ async function dispatchTrigger(
   if (!trigger) return { kind: "missing" };
   if (trigger.status !== "queued" || trigger.has_workloads) return { kind: "already" };
   const event = await resolveEvent(client, trigger);
-  const pipelines = pipelinesFor(deps.config, event);
+  const pipelines = pipelinesFor(deps.config, event, trigger.eval_run_id !== null);
   const unknown = unknownReference(deps.config, pipelines, event.context);
   if (unknown) return { kind: "discarded", diagnostic: unknown };
   if (pipelines.length === 0) return { kind: "none", diagnostic: noMatch(event) };
@@ -218,12 +218,13 @@ async function dispatchTrigger(
 }
 
 /** The pipelines an event fires; an agent-session event addresses one agent, so only its pipelines answer. */
-function pipelinesFor(config: Readonly<ConfigSnapshot>, event: ResolvedEvent): Pipeline[] {
+function pipelinesFor(config: Readonly<ConfigSnapshot>, event: ResolvedEvent, evalRun: boolean): Pipeline[] {
   const pipelines = matchPipelines(config, {
     kind: event.kind,
     source: event.source,
     eventName: event.eventName,
     repo: event.context.repo,
+    evalRun,
   });
   if (event.kind === "tracker" && event.context.agent)
     return pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
@@ -280,6 +281,7 @@ async function createRun(
       workloadId,
       triggerId: trigger.id,
       pipeline: pipeline.name,
+      pipelineVersion: pipeline.version,
       owner: trigger.owner,
       workspace: workspacePaths(config.dir, workloadId, invocationId).root,
       invocationId,

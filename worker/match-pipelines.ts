@@ -7,6 +7,8 @@ export interface TriggerIdentity {
   source: string;
   eventName: string;
   repo: string;
+  /** an eval run's replay (`POST /evals/run`) */
+  evalRun?: boolean;
 }
 
 function matches(matchers: EventMatcher[], eventName: string, repo: string): boolean {
@@ -23,7 +25,9 @@ function matches(matchers: EventMatcher[], eventName: string, repo: string): boo
  * - `codehost` / `tracker`: those whose matcher lists the event name (`pull_request.opened`) or its
  *   bare event (`pull_request` matches every action), narrowed to `repos` when a matcher names any;
  * - `manual`: the pipeline named by `source`, triggered or not;
- * - `schedule`: the pipeline of the schedule named by `source` (`<pipeline>`, `<pipeline>-2` …).
+ * - `schedule`: the pipeline of the schedule named by `source` (`<pipeline>`, `<pipeline>-2` …);
+ * - `replay` of an eval run: the pipeline named by `source`, whatever else the event would fire
+ *   (a replay of a trigger was resolved to the original's kind before matching).
  */
 export function matchPipelines(
   config: Pick<ConfigSnapshot, "pipelines">,
@@ -42,6 +46,10 @@ export function matchPipelines(
       const scheduled =
         trigger.kind === "schedule" ? findSchedule(config.pipelines, trigger.source) : undefined;
       const pipeline = config.pipelines[scheduled?.pipeline ?? trigger.source];
+      return pipeline ? [pipeline] : [];
+    }
+    case "replay": {
+      const pipeline = trigger.evalRun ? config.pipelines[trigger.source] : undefined;
       return pipeline ? [pipeline] : [];
     }
     default:

@@ -37,7 +37,10 @@ export function renderGenerated(): string {
   const lines: string[] = [BEGIN_MARKER, "", "### Routes", ""];
   lines.push("| Method | Path | Scope | Owner-bound | What |", "| --- | --- | --- | --- | --- |");
   for (const route of API_ROUTES) {
-    const scope = route.scope === AUTHENTICATED ? "any valid token" : `\`${route.scope}\``;
+    const scope =
+      route.scope === AUTHENTICATED
+        ? "any valid token"
+        : `\`${route.scope}\`${route.alsoScope ? ` and \`${route.alsoScope}\`` : ""}`;
     lines.push(
       `| ${route.method} | \`${route.path}\` | ${scope} | ${route.ownerBound ? "yes" : ""} | ${cell(route.summary)} |`,
     );
@@ -50,7 +53,10 @@ export function renderGenerated(): string {
   for (const scope of vocabulary) {
     const routes = API_ROUTES.filter(
       (route) =>
-        scope === "*" || route.scope === scope || (IMPLIED_SCOPES[scope]?.includes(route.scope) ?? false),
+        scope === "*" ||
+        route.scope === scope ||
+        route.alsoScope === scope ||
+        (IMPLIED_SCOPES[scope]?.includes(route.scope) ?? false),
     ).map((route) => `\`${route.method} ${route.path}\``);
     const listed = scope === "*" ? "all" : routes.join(", ") || "none yet";
     lines.push(`| \`${scope}\` | ${cell(GRANTS[scope] ?? "")} | ${listed} |`);

@@ -97,10 +97,11 @@ export function openApiPath(path: string): { path: string; parameters: string[] 
   return { path: converted, parameters };
 }
 
-/** The scope a route needs as the security requirement's role; `authenticated` needs only a token. */
+/** The scopes a route needs (all of them) as the security requirement's roles; `authenticated` needs only a token. */
 export function securityOf(route: RouteSpec): Record<string, string[]>[] {
   if (route.scope === AUTHENTICATED) return [{ bearer: [] }];
-  return [{ bearer: [route.scope === "host:execute:<name>" ? "host:execute:{name}" : route.scope] }];
+  const first = route.scope === "host:execute:<name>" ? "host:execute:{name}" : route.scope;
+  return [{ bearer: route.alsoScope ? [first, route.alsoScope] : [first] }];
 }
 
 function operationOf(route: RouteSpec, parameters: string[]): Record<string, unknown> {
@@ -111,6 +112,7 @@ function operationOf(route: RouteSpec, parameters: string[]): Record<string, unk
     summary: route.summary,
     security: securityOf(route),
     "x-svc-scope": route.scope,
+    ...(route.alsoScope ? { "x-svc-also-scope": route.alsoScope } : {}),
     ...(route.ownerBound ? { "x-svc-owner-bound": true } : {}),
     parameters: [
       ...parameters.map(pathParameter),
@@ -131,7 +133,7 @@ function operationOf(route: RouteSpec, parameters: string[]): Record<string, unk
       "503": errorResponse("the database is unreachable"),
     },
   };
-  if (route.method === "POST") {
+  if (route.method === "POST" || route.method === "PATCH") {
     operation.requestBody = {
       required: false,
       content: { "application/json": { schema: route.body ?? { type: "object" } } },

@@ -9,7 +9,7 @@ import { isDatabaseUnavailable, sendError, sendUnavailable } from "../errors.ts"
 import { ANSWERED, type Reply } from "./context.ts";
 import { ApiError } from "./errors.ts";
 import { mcpMethodNotAllowed } from "./handlers/mcp.ts";
-import { API_ROUTES, REMOVED_ROUTES, requiredScope } from "./routes.ts";
+import { API_ROUTES, REMOVED_ROUTES, requiredScopes } from "./routes.ts";
 
 /**
  * What the daemon API needs from the ingress process. The ingress app builds one of these at
@@ -39,19 +39,20 @@ export function createApiRouter(deps: ApiDependencies): Router {
   const json = express.json({ limit: JSON_LIMIT, type: () => true });
 
   for (const route of API_ROUTES) {
-    const method = route.method === "GET" ? "get" : "post";
+    const method = route.method.toLowerCase() as "get" | "post" | "patch" | "delete";
     router[method](route.path, async (req: Request, res: Response, next: NextFunction) => {
       res.locals.route = route.path;
       try {
         const principal = await access.authenticate(req);
         try {
-          access.authorize(principal, requiredScope(route, req.params as Record<string, string>));
+          for (const scope of requiredScopes(route, req.params as Record<string, string>))
+            access.authorize(principal, scope);
         } catch (error) {
           if (route.refused && error instanceof ApiError && error.status === 403)
             return send(res, route.refused());
           throw error;
         }
-        if (method === "post") await parseBody(json, req, res);
+        if (method !== "get") await parseBody(json, req, res);
         send(res, await route.handler({ req, res, principal, deps, access }));
       } catch (error) {
         handleError(error, req, res, next, deps.logger);

@@ -2,6 +2,15 @@ import type { Scope } from "../../shared/scopes.ts";
 import { AUTHENTICATED } from "../auth/principal.ts";
 import type { Reply, RouteContext } from "./context.ts";
 import { doctorRoute, drainRoute, purgeRoute, reconcileRoute, resumeRoute } from "./handlers/admin.ts";
+import { compareEvalsRoute, evalStatsRoute } from "./handlers/eval-stats.ts";
+import {
+  createEvalRoute,
+  deleteEvalRoute,
+  getEvalRoute,
+  listEvalsRoute,
+  patchEvalRoute,
+  runEvalsRoute,
+} from "./handlers/evals.ts";
 import {
   dispatchUrlRoute,
   firePipelineRoute,
@@ -13,6 +22,7 @@ import { askRoute, knowledgeRoute } from "./handlers/knowledge.ts";
 import { mcpForbidden, mcpRoute } from "./handlers/mcp.ts";
 import { getNoteRoute, listNotesRoute } from "./handlers/notes.ts";
 import { queueStatusRoute } from "./handlers/queue.ts";
+import { listPullsRoute, listReposRoute } from "./handlers/repos.ts";
 import { listSchedulesRoute } from "./handlers/schedules.ts";
 import { traceRoute } from "./handlers/trace.ts";
 import { getTriggerRoute, listTriggersRoute, triggerStatsRoute } from "./handlers/triggers.ts";
@@ -36,11 +46,13 @@ import type { JsonSchema, SchemaName } from "./schemas.ts";
  * belong to the ingress app, the webhook routes to their own verification.
  */
 export interface RouteSpec {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "PATCH" | "DELETE";
   /** Express path; `:name` segments are parameters */
   path: string;
   /** a vocabulary scope; `host:execute:<name>` takes the `:name` parameter; `authenticated` = any valid token */
   scope: Scope | "host:execute:<name>" | typeof AUTHENTICATED;
+  /** a second vocabulary scope the caller must hold as well (`POST /evals/run` fires pipelines) */
+  alsoScope?: Scope;
   /** workloads reached through it are limited to the caller's own unless it crosses the owner boundary */
   ownerBound?: boolean;
   summary: string;
@@ -249,6 +261,132 @@ export const API_ROUTES: readonly RouteSpec[] = [
 
   {
     method: "GET",
+    path: "/repos",
+    scope: "repos:read",
+    summary:
+      "daemon.yaml's repos: default branch (code host, default identity, cached 60s) or the code host's refusal, and svc's last run",
+    handler: listReposRoute,
+  },
+  {
+    method: "GET",
+    path: "/repos/:owner/:name/pulls",
+    scope: "repos:read",
+    summary:
+      "open pull requests of a configured repo (all pages), each with the pipelines svc ran: runs, last status, diagnostic, output links",
+    handler: listPullsRoute,
+  },
+
+  {
+    method: "POST",
+    path: "/evals",
+    scope: "evals:write",
+    summary:
+      "curate a finished invocation into an eval case: `{ invocation, expected: pass|fail, expectedResult?, notes?, tags? }`",
+    handler: createEvalRoute,
+    response: {
+      status: 201,
+      description: "the case, with the event, pipeline, version and outcome it copied",
+    },
+    body: {
+      type: "object",
+      required: ["invocation", "expected"],
+      properties: {
+        invocation: { type: "string" },
+        expected: { enum: ["pass", "fail"] },
+        expectedResult: { type: ["object", "null"] },
+        notes: { type: "string" },
+        tags: { type: "array", items: { type: "string" } },
+      },
+    },
+  },
+  {
+    method: "GET",
+    path: "/evals",
+    scope: "evals:write",
+    summary: "eval cases, newest first; filters pipeline, tag, outcome (expected pass or fail), limit",
+    handler: listEvalsRoute,
+    query: {
+      pipeline: "a pipeline name",
+      tag: "a tag",
+      outcome: "pass or fail (the expected outcome)",
+      limit: "1-1000, default 100",
+    },
+  },
+  {
+    method: "GET",
+    path: "/evals/stats",
+    scope: "evals:write",
+    summary:
+      "per version × target: runs, completed and output_failed rates, codes, p50/p90 duration; agreement of curated cases and eval runs",
+    handler: evalStatsRoute,
+    query: { pipeline: "a pipeline name (required)", since: "an ISO time or a duration such as 7d" },
+  },
+  {
+    method: "GET",
+    path: "/evals/compare",
+    scope: "evals:write",
+    summary:
+      "cohort b against a: rates with 95% Wilson intervals and Fisher/chi-square p, p50 durations with Mann-Whitney U p; says when too small",
+    handler: compareEvalsRoute,
+    query: {
+      pipeline: "a pipeline name (required)",
+      a: "a cohort: version:<v>, target:<name>, dates:<from>..<to>, run:evr_…, original:evr_… or cases[:<tag>]",
+      b: "a cohort, as a",
+    },
+  },
+  {
+    method: "POST",
+    path: "/evals/run",
+    scope: "evals:write",
+    alsoScope: "pipelines:invoke",
+    summary:
+      "replay curated cases `{ pipeline, cases?, tag? }` through the pipeline as configured now (replay triggers of a new eval run)",
+    handler: runEvalsRoute,
+    response: { status: 202, description: "the eval run, its triggers and the compare query for it" },
+    body: {
+      type: "object",
+      required: ["pipeline"],
+      properties: {
+        pipeline: { type: "string" },
+        cases: { type: "array", items: { type: "string" } },
+        tag: { type: "string" },
+      },
+    },
+  },
+  {
+    method: "GET",
+    path: "/evals/:id",
+    scope: "evals:write",
+    summary: "one eval case (evc_…)",
+    handler: getEvalRoute,
+  },
+  {
+    method: "PATCH",
+    path: "/evals/:id",
+    scope: "evals:write",
+    summary: "change an eval case's `expected`, `expectedResult`, `notes` or `tags`",
+    handler: patchEvalRoute,
+    body: {
+      type: "object",
+      properties: {
+        expected: { enum: ["pass", "fail"] },
+        expectedResult: { type: ["object", "null"] },
+        notes: { type: "string" },
+        tags: { type: "array", items: { type: "string" } },
+      },
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/evals/:id",
+    scope: "evals:write",
+    summary: "delete an eval case",
+    handler: deleteEvalRoute,
+    response: { status: 204, description: "deleted" },
+  },
+
+  {
+    method: "GET",
     path: "/queue/status",
     scope: "admin",
     summary:
@@ -324,7 +462,8 @@ export const REMOVED_ROUTES: readonly { method: "GET"; path: string; replacement
   { method: "GET", path: "/events/:id/fields", replacement: "GET /triggers/:id" },
 ];
 
-/** The scope a request to `route` needs, with `<name>` filled from the path parameters. */
-export function requiredScope(route: RouteSpec, params: Record<string, string | undefined>): string {
-  return route.scope === "host:execute:<name>" ? `host:execute:${params.name ?? ""}` : route.scope;
+/** The scopes a request to `route` needs, every one of them, with `<name>` filled from the path parameters. */
+export function requiredScopes(route: RouteSpec, params: Record<string, string | undefined>): string[] {
+  const first = route.scope === "host:execute:<name>" ? `host:execute:${params.name ?? ""}` : route.scope;
+  return route.alsoScope ? [first, route.alsoScope] : [first];
 }

@@ -2,8 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 
 /**
  * A fake GitHub REST API on loopback, answering like api.github.com for the routes svc publishes
- * through: it checks the method, path, `authorization` header and body, keeps what was posted,
- * and answers with GitHub's response shapes and error bodies.
+ * and reads through: it checks the method, path, `authorization` header and body, keeps what was
+ * posted, and answers with GitHub's response shapes, error bodies, `Link` pagination and
+ * `x-ratelimit-*` headers (a spent rate limit answers 403 "API rate limit exceeded" as GitHub does).
  */
 export interface Recorded {
   method: string;
@@ -28,6 +29,8 @@ export interface FakeGitHub {
   files: Map<string, { filename: string; status: string; patch?: string }[]>;
   /** the next POST to a path ending like this is stored, then answered 502 (the answer is lost) */
   loseAnswerOnce(pathSuffix: string): void;
+  /** every later request is refused as over the primary rate limit until the reset an hour on */
+  exhaustRateLimit(): void;
   close(): Promise<void>;
 }
 
@@ -45,13 +48,28 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   return text ? JSON.parse(text) : undefined;
 }
 
-/** `users`: token → login of the account it authenticates; `locked`: repos every token is refused on. */
+/** A repository the fake hosts: GitHub's repository object and its pull requests (open and closed). */
+export interface HostedRepo {
+  repository: Record<string, unknown>;
+  pulls: Record<string, unknown>[];
+}
+
+const RATE_LIMIT = 5000;
+
+/**
+ * `users`: token → login of the account it authenticates; `locked`: repos every token's writes are
+ * refused on; `unreadable`: repos every read of is refused (403, as a token without access to
+ * them); `repos`: `owner/name` → what `GET /repos/...` and `GET /repos/.../pulls` answer.
+ */
 export async function startFakeGitHub(options: {
   users: Record<string, string>;
   locked?: string[];
+  unreadable?: string[];
+  repos?: Record<string, HostedRepo>;
 }): Promise<FakeGitHub> {
   let nextId = 1000;
   const lose = new Set<string>();
+  const rate = { used: 0, reset: Math.floor(Date.now() / 1000) + 3600 };
   const state = {
     requests: [] as Recorded[],
     comments: new Map<string, Posted[]>(),
@@ -73,6 +91,59 @@ export async function startFakeGitHub(options: {
     const token = /^(?:token|bearer) (.+)$/i.exec(authorization ?? "")?.[1];
     const login = token ? options.users[token] : undefined;
     if (!login) return send(res, 401, { message: "Bad credentials", documentation_url: DOCS, status: "401" });
+    rate.used += 1;
+    const limits = {
+      "x-ratelimit-limit": String(RATE_LIMIT),
+      "x-ratelimit-remaining": String(Math.max(0, RATE_LIMIT - rate.used)),
+      "x-ratelimit-used": String(Math.min(RATE_LIMIT, rate.used)),
+      "x-ratelimit-reset": String(rate.reset),
+      "x-ratelimit-resource": "core",
+    };
+    res.setHeader("x-github-api-version-selected", "2022-11-28");
+    for (const [name, value] of Object.entries(limits)) res.setHeader(name, value);
+    if (rate.used > RATE_LIMIT)
+      return send(res, 403, {
+        message: `API rate limit exceeded for user ID 42. If you reach out to GitHub Support for help, please include the request ID.`,
+        documentation_url: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
+        status: "403",
+      });
+    const page = Number(url.searchParams.get("page") ?? "1");
+    const perPage = Math.min(Number(url.searchParams.get("per_page") ?? "30"), 100);
+    // GitHub's pagination: the page, and a Link header naming the next and last pages
+    const sendPage = (items: unknown[]) => {
+      const last = Math.max(1, Math.ceil(items.length / perPage));
+      const link = (n: number, rel: string) => {
+        const target = new URL(url.pathname + url.search, base);
+        target.searchParams.set("page", String(n));
+        target.searchParams.set("per_page", String(perPage));
+        return `<${target}>; rel="${rel}"`;
+      };
+      const links = [
+        ...(page < last ? [link(page + 1, "next"), link(last, "last")] : []),
+        ...(page > 1 ? [link(1, "first"), link(page - 1, "prev")] : []),
+      ];
+      return send(
+        res,
+        200,
+        items.slice((page - 1) * perPage, page * perPage),
+        links.length ? { link: links.join(", ") } : {},
+      );
+    };
+    const repoRead = /^\/repos\/([^/]+)\/([^/]+)(\/pulls)?$/.exec(url.pathname);
+    if (repoRead && req.method === "GET") {
+      const name = `${repoRead[1]}/${repoRead[2]}`;
+      if (options.unreadable?.includes(name))
+        return send(res, 403, {
+          message: "Resource not accessible by integration",
+          documentation_url: `${DOCS}/repos/repos#get-a-repository`,
+          status: "403",
+        });
+      const hosted = options.repos?.[name];
+      if (!hosted) return send(res, 404, { message: "Not Found", documentation_url: DOCS, status: "404" });
+      if (!repoRead[3]) return send(res, 200, hosted.repository);
+      const state = url.searchParams.get("state") ?? "open";
+      return sendPage(hosted.pulls.filter((pull) => state === "all" || pull.state === state));
+    }
     const user = { login, id: 42, type: "Bot" };
     const match =
       /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)\/(comments|reviews|files)(?:\/(\d+)\/replies)?$/.exec(
@@ -88,9 +159,6 @@ export async function startFakeGitHub(options: {
         status: "403",
       });
     }
-    const page = Number(url.searchParams.get("page") ?? "1");
-    const perPage = Number(url.searchParams.get("per_page") ?? "30");
-    const paged = (items: unknown[]) => items.slice((page - 1) * perPage, page * perPage);
     const created = (posted: Posted) => {
       const suffix = url.pathname;
       for (const entry of lose) {
@@ -105,7 +173,7 @@ export async function startFakeGitHub(options: {
     const stamp = () => ({ id: nextId++, node_id: `N_${nextId}`, created_at: new Date().toISOString() });
 
     if (kind === "issues" && what === "comments") {
-      if (req.method === "GET") return send(res, 200, paged(list(state.comments, thread)));
+      if (req.method === "GET") return sendPage(list(state.comments, thread));
       const text = (body as { body?: unknown })?.body;
       if (req.method !== "POST" || typeof text !== "string" || text === "")
         return send(res, 422, {
@@ -126,9 +194,9 @@ export async function startFakeGitHub(options: {
       return created(posted);
     }
     if (kind === "pulls" && what === "files" && req.method === "GET")
-      return send(res, 200, paged(state.files.get(thread) ?? []));
+      return sendPage(state.files.get(thread) ?? []);
     if (kind === "pulls" && what === "reviews") {
-      if (req.method === "GET") return send(res, 200, paged(list(state.reviews, thread)));
+      if (req.method === "GET") return sendPage(list(state.reviews, thread));
       const review = body as {
         commit_id?: unknown;
         event?: unknown;
@@ -177,7 +245,7 @@ export async function startFakeGitHub(options: {
       return created(posted);
     }
     if (kind === "pulls" && what === "comments") {
-      if (req.method === "GET" && !replyTo) return send(res, 200, paged(list(state.replies, thread)));
+      if (req.method === "GET" && !replyTo) return sendPage(list(state.replies, thread));
       const text = (body as { body?: unknown })?.body;
       if (req.method !== "POST" || !replyTo || typeof text !== "string")
         return send(res, 422, { message: "Validation Failed" });
@@ -204,6 +272,9 @@ export async function startFakeGitHub(options: {
     url: base,
     ...state,
     loseAnswerOnce: (suffix) => lose.add(suffix),
+    exhaustRateLimit: () => {
+      rate.used = RATE_LIMIT;
+    },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }

@@ -24,6 +24,7 @@ type Caller =
   | { kind: "none" }
   | { kind: "loopback" }
   | { kind: "scope"; scope: string }
+  | { kind: "scopes"; scopes: string[] }
   | { kind: "star" }
   | { kind: "out-of-vocabulary"; scopes: string[] }
   | { kind: "sandboxed" };
@@ -43,21 +44,30 @@ function expectedAllowed(route: RouteSpec, caller: Caller): boolean {
     case "sandboxed":
       // it carries `*` but host tools refuse it
       return route.scope !== "host:execute:<name>";
-    case "scope": {
-      const s = caller.scope;
-      if (route.scope === "authenticated") return true;
-      if (route.scope === "host:execute:<name>") return s === "host:execute:lint";
-      if (route.scope === s) return true;
-      if (s === "workloads:admin")
-        return route.scope === "workloads:read" || route.scope === "workloads:write";
-      if (s === "mcp:write") return route.scope === "mcp:read";
-      return false;
-    }
+    case "scopes":
+      // a route needing two scopes is open to a caller holding both, each written out
+      return [route.scope, ...(route.alsoScope ? [route.alsoScope] : [])].every((needed) =>
+        caller.scopes.some((s) => grants(s, needed)),
+      );
+    case "scope":
+      if (route.alsoScope) return false;
+      return grants(caller.scope, route.scope);
   }
+}
+
+/** Whether one scope opens a route requiring `needed` (the contract's scope table). */
+function grants(s: string, needed: string): boolean {
+  if (needed === "authenticated") return true;
+  if (needed === "host:execute:<name>") return s === "host:execute:lint";
+  if (needed === s) return true;
+  if (s === "workloads:admin") return needed === "workloads:read" || needed === "workloads:write";
+  if (s === "mcp:write") return needed === "mcp:read";
+  return false;
 }
 
 function pathFor(route: RouteSpec, ids: SeededLineage): string {
   return route.path
+    .replace(":owner/:name", "acme/widgets")
     .replace(":name", route.path.startsWith("/host-tools") ? "lint" : "plain")
     .replace(
       ":id",
@@ -95,6 +105,11 @@ const callers: { label: string; caller: Caller; token?: () => string; headers?: 
     caller: { kind: "scope", scope } as Caller,
     token: () => `secret-${tokenName(scope)}`,
   })),
+  {
+    label: "evals:write + pipelines:invoke",
+    caller: { kind: "scopes", scopes: ["evals:write", "pipelines:invoke"] },
+    token: () => "secret-eval-runner",
+  },
   { label: "*", caller: { kind: "star" }, token: () => "secret-star" },
   {
     label: "pipelines:*",
@@ -121,6 +136,7 @@ beforeAll(async () => {
     "old-pipelines": ["pipelines:*"],
     mixed: ["triggers:read", "agents:*"],
     typo: ["triggers:raed"],
+    "eval-runner": ["evals:write", "pipelines:invoke"],
   };
   for (const scope of SINGLE_SCOPES) tokens[tokenName(scope)] = [scope];
   api = await startApi(db.url, apiConfig({ tokens: tokensBlock(tokens) }));

@@ -45,6 +45,7 @@ describe("reaper and retention sweeper", () => {
         workloadId: workload,
         triggerId: trigger,
         pipeline: "p",
+        pipelineVersion: "1.0.0",
         owner: null,
         workspace: dir,
         invocationId: invocation,

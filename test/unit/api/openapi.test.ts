@@ -38,7 +38,10 @@ describe("the OpenAPI document", () => {
       const expected =
         route.scope === "authenticated"
           ? []
-          : [route.scope === "host:execute:<name>" ? "host:execute:{name}" : route.scope];
+          : [
+              route.scope === "host:execute:<name>" ? "host:execute:{name}" : route.scope,
+              ...(route.alsoScope ? [route.alsoScope] : []),
+            ];
       expect(op!.security).toEqual([{ bearer: expected }]);
       expect(op!["x-svc-scope"]).toBe(route.scope);
       const pathParams = (op!.parameters ?? []).filter((p) => p.in === "path").map((p) => p.name);

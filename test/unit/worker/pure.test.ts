@@ -67,6 +67,18 @@ describe("pipeline matching", () => {
     expect(names("manual", "e", "e")).toEqual(["e"]);
     expect(names("webhook", "nothing", "nothing")).toEqual([]);
   });
+  it("an eval run's replay runs only the pipeline its source names; another unresolved replay runs none", () => {
+    const replay = (evalRun: boolean) =>
+      matchPipelines(config, {
+        kind: "replay",
+        source: "b",
+        eventName: "pull_request.opened",
+        repo: "acme/widgets",
+        evalRun,
+      }).map((p) => p.name);
+    expect(replay(true)).toEqual(["b"]);
+    expect(replay(false)).toEqual([]);
+  });
 });
 
 describe("event context", () => {

@@ -1,0 +1,67 @@
+import type { Diagnostic } from "../shared/diagnostics.ts";
+import type { Queryable } from "./queryable.ts";
+
+/**
+ * What svc did for a repository and its pull requests, read from the triggers' payloads the way
+ * worker/event-context.ts reads them: `repository.full_name` (code-host events), else a top-level or
+ * `args` `repo` (bearer webhooks and fires). Pull requests are `pull_request.number`, or
+ * `issue.number` of a comment on a pull request.
+ */
+const REPO = `coalesce(t.payload #>> '{repository,full_name}', t.payload ->> 'repo', t.payload #>> '{args,repo}')`;
+const PULL = `coalesce(t.payload #>> '{pull_request,number}',
+  CASE WHEN t.payload #> '{issue,pull_request}' IS NOT NULL THEN t.payload #>> '{issue,number}' END)`;
+
+export interface LastRun {
+  repo: string;
+  trigger: string;
+  kind: string;
+  eventName: string;
+  status: string;
+  at: Date;
+}
+
+/** The newest trigger of each of `repos` (those without any are absent). */
+export async function lastRunPerRepo(db: Queryable, repos: string[]): Promise<Map<string, LastRun>> {
+  if (repos.length === 0) return new Map();
+  const { rows } = await db.query<LastRun>(
+    `SELECT DISTINCT ON (repo) repo, t.id AS trigger, t.kind, t.event_name AS "eventName", t.status,
+            t.created_at AS at
+       FROM svc.triggers t CROSS JOIN LATERAL (SELECT ${REPO} AS repo) r
+      WHERE r.repo = ANY($1::text[])
+      ORDER BY repo, t.created_at DESC`,
+    [repos],
+  );
+  return new Map(rows.map((row) => [row.repo, row]));
+}
+
+export interface PullRun {
+  number: number;
+  pipeline: string;
+  pipelineVersion: string | null;
+  trigger: string;
+  invocation: string;
+  status: string;
+  diagnostic: Diagnostic | null;
+  /** URLs of the outputs the run published (comments, reviews, chat messages) */
+  outputs: string[];
+  at: Date;
+}
+
+/** Every run svc made for these pull requests of `repo`, newest first. */
+export async function runsForPulls(db: Queryable, repo: string, numbers: number[]): Promise<PullRun[]> {
+  if (numbers.length === 0) return [];
+  const { rows } = await db.query<PullRun>(
+    `SELECT (${PULL})::int AS number, w.pipeline, w.pipeline_version AS "pipelineVersion", t.id AS trigger,
+            i.id AS invocation, i.status, i.diagnostic, w.created_at AS at,
+            ARRAY(SELECT d.remote_url FROM svc.output_deliveries d
+                   WHERE d.invocation_id = i.id AND d.status = 'sent' AND d.remote_url IS NOT NULL
+                   ORDER BY d.output_key) AS outputs
+       FROM svc.triggers t
+       JOIN svc.workloads w ON w.trigger_id = t.id
+       JOIN svc.invocations i ON i.workload_id = w.id
+      WHERE ${REPO} = $1 AND (${PULL}) = ANY($2::text[])
+      ORDER BY w.created_at DESC, i.created_at DESC`,
+    [repo, numbers.map(String)],
+  );
+  return rows;
+}

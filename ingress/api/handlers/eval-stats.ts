@@ -1,0 +1,78 @@
+import { listEvalRuns, readCohort, statsByVersionTarget } from "../../../db/eval-stats.ts";
+import { compareCohorts, outcomeOf, parseCohort, rate } from "../../evals/compare.ts";
+import { ok, type Reply, type RouteContext } from "../context.ts";
+import { badRequest } from "../errors.ts";
+import { querySince, queryString } from "../input.ts";
+
+/**
+ * Eval statistics (`evals:write`): what each pipeline version did on each target, how often runs
+ * agreed with curated expectations, and the comparison of two cohorts.
+ */
+
+function pipelineParam(ctx: RouteContext): string {
+  const name = queryString(ctx.req, "pipeline");
+  if (!name) throw badRequest('query parameter "pipeline" (a pipeline name) is required');
+  // a pipeline removed from the configuration still has its recorded runs to compare
+  return ctx.deps.config.pipelines[name]?.name ?? name;
+}
+
+/**
+ * `GET /evals/stats?pipeline=…&since=…`: per version × target the runs, completed and
+ * output_failed rates (95% Wilson intervals), diagnostic codes and p50/p90 durations; token usage
+ * is null while no runtime reports it. `agreement` is over the curated cases' original runs, and
+ * each eval run's replays against the same cases' expectations.
+ */
+export async function evalStatsRoute(ctx: RouteContext): Promise<Reply> {
+  const pipeline = pipelineParam(ctx);
+  const since = querySince(ctx.req);
+  const rows = await statsByVersionTarget(ctx.deps.pool, { pipeline, ...(since ? { since } : {}) });
+  const cases = await readCohort(ctx.deps.pool, pipeline, { kind: "cases" });
+  const runs = await listEvalRuns(ctx.deps.pool, pipeline);
+  const evalRuns = [];
+  for (const run of runs) {
+    const replays = await readCohort(ctx.deps.pool, pipeline, { kind: "run", run: run.id });
+    evalRuns.push({ ...run, agreement: agreement(replays) });
+  }
+  return ok({
+    pipeline,
+    since: since ?? null,
+    versions: rows.map((row) => ({
+      version: row.version,
+      target: row.target,
+      runs: row.runs,
+      completed: rate(row.completed, row.runs),
+      outputFailed: rate(row.outputFailed, row.runs),
+      codes: row.codes,
+      p50Ms: row.p50Ms,
+      p90Ms: row.p90Ms,
+      tokens: null,
+    })),
+    agreement: agreement(cases),
+    evalRuns,
+  });
+}
+
+function agreement(runs: Awaited<ReturnType<typeof readCohort>>) {
+  const curated = runs.filter((run) => run.expected !== null);
+  return rate(curated.filter((run) => outcomeOf(run) === run.expected).length, curated.length);
+}
+
+/**
+ * `GET /evals/compare?pipeline=…&a=…&b=…`: cohort b against cohort a (see ingress/evals/compare.ts
+ * for the cohort forms, the tests and when the answer is "too small to conclude").
+ */
+export async function compareEvalsRoute(ctx: RouteContext): Promise<Reply> {
+  const pipeline = pipelineParam(ctx);
+  const cohorts = (["a", "b"] as const).map((name) => {
+    const text = queryString(ctx.req, name);
+    if (!text) throw badRequest(`query parameter "${name}" (a cohort such as version:1.2.0) is required`);
+    const cohort = parseCohort(name, text);
+    if ("error" in cohort) throw badRequest(cohort.error);
+    return { text, cohort };
+  });
+  const [a, b] = await Promise.all(cohorts.map(({ cohort }) => readCohort(ctx.deps.pool, pipeline, cohort)));
+  return ok({
+    pipeline,
+    ...compareCohorts({ a: cohorts[0]!.text, b: cohorts[1]!.text }, a!, b!),
+  });
+}

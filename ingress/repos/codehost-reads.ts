@@ -1,0 +1,187 @@
+import { Octokit } from "@octokit/core";
+import { paginateRest } from "@octokit/plugin-paginate-rest";
+import { retry } from "@octokit/plugin-retry";
+import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { ApiError } from "../api/errors.ts";
+
+/**
+ * The ingress's reads of the code host (GitHub REST through Octokit) with the default identity,
+ * `codehost.token`: repositories and their open pull requests. A refusal of the code host becomes
+ * an ApiError that names the identity and the fix; a rate limit is answered at once (503 with
+ * Retry-After), never waited out while the caller's request hangs. The token never reaches an answer.
+ */
+const ReadingOctokit = Octokit.plugin(paginateRest, retry);
+type ReadingClient = InstanceType<typeof ReadingOctokit>;
+
+const IDENTITY = "codehost.token (the default identity)";
+const BRANCH_TTL_MS = 60_000;
+const MAX_PULLS = 1000;
+
+export interface OpenPull {
+  number: number;
+  title: string;
+  author: string | null;
+  draft: boolean;
+  url: string;
+  head: { ref: string; sha: string };
+  base: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface CodehostReads {
+  defaultBranch(repo: string): Promise<string>;
+  openPulls(repo: string): Promise<OpenPull[]>;
+}
+
+/** One per daemon process: the default-branch cache lives as long as the configuration. */
+export function codehostReads(deps: {
+  config: Readonly<ConfigSnapshot>;
+  logger: Logger;
+  resolveSecret: (source: SecretSource) => string;
+}): CodehostReads {
+  const branches = new Map<string, { branch: string; until: number }>();
+  let client: { octokit: ReadingClient; token: string } | undefined;
+  const connect = () => {
+    client ??= open(deps);
+    return client;
+  };
+  return {
+    async defaultBranch(repo) {
+      const cached = branches.get(repo);
+      if (cached && cached.until > Date.now()) return cached.branch;
+      const { octokit, token } = connect();
+      const [owner, name] = repo.split("/");
+      const { data } = await octokit
+        .request("GET /repos/{owner}/{repo}", { owner: owner!, repo: name! })
+        .catch((error: unknown) => {
+          throw refusal(error, repo, token);
+        });
+      branches.set(repo, { branch: data.default_branch, until: Date.now() + BRANCH_TTL_MS });
+      return data.default_branch;
+    },
+    async openPulls(repo) {
+      const { octokit, token } = connect();
+      const [owner, name] = repo.split("/");
+      const pulls: OpenPull[] = [];
+      try {
+        for await (const page of octokit.paginate.iterator("GET /repos/{owner}/{repo}/pulls", {
+          owner: owner!,
+          repo: name!,
+          state: "open",
+          per_page: 100,
+        })) {
+          for (const pull of page.data) pulls.push(shapePull(pull));
+          if (pulls.length >= MAX_PULLS) break;
+        }
+      } catch (error) {
+        throw refusal(error, repo, token);
+      }
+      return pulls;
+    },
+  };
+}
+
+function open(deps: Parameters<typeof codehostReads>[0]): { octokit: ReadingClient; token: string } {
+  const codehost = deps.config.codehost;
+  if (!codehost?.token)
+    throw new ApiError(
+      503,
+      "codehost_not_configured",
+      `daemon.yaml sets no ${codehost ? "codehost.token" : "codehost block"}; add codehost.apiUrl and codehost.token (the default identity) and restart the daemon to read repositories`,
+    );
+  const token = deps.resolveSecret(codehost.token);
+  const { logger } = deps;
+  const octokit = new ReadingOctokit({
+    auth: token,
+    baseUrl: codehost.apiUrl.replace(/\/+$/, ""),
+    userAgent: "svc-repos",
+    retry: { doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451] },
+    // Octokit's own warnings go to our JSON log, never to the console
+    log: {
+      debug: () => {},
+      info: () => {},
+      warn: (message: string) => logger.warn(message, { event: "repos.codehost_warning" }),
+      error: (message: string) => logger.warn(message, { event: "repos.codehost_error" }),
+    },
+  });
+  return { octokit, token };
+}
+
+function shapePull(pull: {
+  number: number;
+  title: string;
+  user: { login: string } | null;
+  draft?: boolean;
+  html_url: string;
+  head: { ref: string; sha: string };
+  base: { ref: string };
+  created_at: string;
+  updated_at: string;
+}): OpenPull {
+  return {
+    number: pull.number,
+    title: pull.title,
+    author: pull.user?.login ?? null,
+    draft: pull.draft ?? false,
+    url: pull.html_url,
+    head: { ref: pull.head.ref, sha: pull.head.sha },
+    base: pull.base.ref,
+    createdAt: pull.created_at,
+    updatedAt: pull.updated_at,
+  };
+}
+
+/** A code-host refusal as an answer naming the identity and the fix; the token is cut from any text. */
+export function refusal(error: unknown, repo: string, token: string): ApiError {
+  const e = error as {
+    status?: number;
+    message?: string;
+    response?: { headers?: Record<string, string | undefined>; data?: { message?: string } };
+  };
+  const status = e.status ?? 0;
+  const said = (e.response?.data?.message ?? e.message ?? String(error)).split(token).join("[redacted]");
+  const headers = e.response?.headers ?? {};
+  const rateLimited =
+    status === 429 ||
+    (status === 403 && (headers["x-ratelimit-remaining"] === "0" || /rate limit/i.test(said)));
+  if (rateLimited) {
+    const reset = Number(headers["x-ratelimit-reset"]);
+    const retryAfter = Number(headers["retry-after"]);
+    const seconds = Number.isFinite(retryAfter)
+      ? retryAfter
+      : Number.isFinite(reset)
+        ? Math.max(1, reset - Math.floor(Date.now() / 1000))
+        : 60;
+    return new ApiError(
+      503,
+      "codehost_rate_limited",
+      `the code host's rate limit for ${IDENTITY} is spent (${said}); retry after ${seconds}s, or give svc a token of its own`,
+      { retryAfter: seconds },
+    );
+  }
+  if (status === 401)
+    return new ApiError(
+      502,
+      "codehost_unauthorized",
+      `the code host refused ${IDENTITY} with 401 (${said}); store a valid token in codehost.token and restart the daemon`,
+    );
+  if (status === 403)
+    return new ApiError(
+      502,
+      "codehost_forbidden",
+      `the code host refused ${IDENTITY} access to ${repo} with 403 (${said}); grant that identity read access to ${repo} (contents and pull requests)`,
+    );
+  if (status === 404)
+    return new ApiError(
+      404,
+      "codehost_not_found",
+      `the code host answers 404 for ${repo} with ${IDENTITY}: the repository does not exist or the identity cannot see it; fix repos."${repo}" in daemon.yaml or grant the identity access`,
+    );
+  return new ApiError(
+    502,
+    "codehost_unavailable",
+    `the code host did not answer for ${repo} (${status ? `HTTP ${status}: ` : ""}${said}); retry later`,
+  );
+}
