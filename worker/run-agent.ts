@@ -11,7 +11,8 @@ import { targetUsable } from "./lanes.ts";
 import { assemblePrompt, type Prompt, promptText } from "./prompt.ts";
 import type { RunEnd, RunState } from "./run-invocation.ts";
 import { stopped } from "./run-invocation.ts";
-import { runTokenLifetimeMs, withRunToken } from "./run-token.ts";
+import { type RunAccess, runTokenLifetimeMs, withRunToken } from "./run-token.ts";
+import { runAgentCli } from "./runtimes/agent-cli/run.ts";
 import { runCommandAgent } from "./runtimes/command.ts";
 import { runOpenAiAgent } from "./runtimes/openai.ts";
 import type { AgentOutcome } from "./runtimes/outcome.ts";
@@ -99,8 +100,9 @@ async function runAgentOn(
 }
 
 /**
- * The target's runtime: a command in the worktree, or the openai agent loop. Either gets the run
- * token and the tool protocol's address (worker/run-token.ts): agent processes only, never setup steps.
+ * The target's runtime: a command in the worktree, an agent CLI (claude-code, codex), or the openai
+ * agent loop. Each gets the run token and the tool protocol's address (worker/run-token.ts): agent
+ * processes only, never setup steps.
  */
 async function runRuntime(
   run: RunState,
@@ -121,28 +123,44 @@ async function runRuntime(
     runDir: input.paths.runDir,
     lifetimeMs: runTokenLifetimeMs(target),
   };
-  return withRunToken(access, (token) =>
-    target.runtime === "command"
-      ? runCommandAgent({
-          target,
-          configDir: deps.config.dir,
-          cwd: input.paths.checkout,
-          env: { ...run.env, ...token.env },
-          stdin: promptText(prompt),
-          transcriptFile: transcript,
-          signal: input.signal,
-          spawner: deps.spawner,
-          cooldowns: deps.cooldowns,
-          secrets: deps.secrets,
-        })
-      : runOpenAiAgent({
-          target,
-          prompt,
-          cooldowns: deps.cooldowns,
-          secrets: deps.secrets,
-          transcriptFile: transcript,
-          signal: input.signal,
-          tools: token,
-        }),
-  );
+  return withRunToken(access, (token) => startRuntime(run, target, prompt, transcript, token));
+}
+
+function startRuntime(
+  run: RunState,
+  target: Target,
+  prompt: Prompt,
+  transcript: string,
+  token: RunAccess,
+): Promise<AgentOutcome> {
+  const { deps, input } = run;
+  const common = {
+    cooldowns: deps.cooldowns,
+    secrets: deps.secrets,
+    transcriptFile: transcript,
+    signal: input.signal,
+  };
+  switch (target.runtime) {
+    case "command":
+      return runCommandAgent({
+        ...common,
+        target,
+        configDir: deps.config.dir,
+        cwd: input.paths.checkout,
+        env: { ...run.env, ...token.env },
+        stdin: promptText(prompt),
+        spawner: deps.spawner,
+      });
+    case "openai":
+      return runOpenAiAgent({ ...common, target, prompt, tools: token });
+    default:
+      return runAgentCli({
+        ...common,
+        ...{ target, prompt, cwd: input.paths.checkout, runDir: input.paths.runDir },
+        pipeline: input.pipeline,
+        runEnv: run.env,
+        access: token,
+        spawner: deps.spawner,
+      });
+  }
 }

@@ -18,7 +18,13 @@ export type TargetAnswer = { ok: true; answer: string } | { ok: false; reason: s
 
 /** Asks one target; the reason of a failure says what to fix and never holds a secret. */
 export function askTarget(target: Target, messages: ChatMessage[], deps: TargetDeps): Promise<TargetAnswer> {
-  return target.runtime === "openai" ? askOpenAi(target, messages, deps) : askCommand(target, messages, deps);
+  if (target.runtime === "openai") return askOpenAi(target, messages, deps);
+  if (target.runtime === "command") return askCommand(target, messages, deps);
+  // the loader refuses agent CLI targets in ask.targets; this keeps a stray one from running
+  return Promise.resolve({
+    ok: false,
+    reason: `target ${target.name} runs ${target.runtime}, which does not answer /ask`,
+  });
 }
 
 /**

@@ -1,6 +1,6 @@
-import { checkKeys, int, mapping, quote, str, type YamlMap } from "./read.ts";
+import { checkKeys, int, mapping, oneOf, quote, str, type YamlMap } from "./read.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
-import type { CommandTarget, HostTool } from "./types.ts";
+import type { AgentAccess, CommandTarget, HostTool } from "./types.ts";
 
 /**
  * Configuration of what agents may use: a pipeline's `tools` (host tools its runs may call),
@@ -26,6 +26,19 @@ export function readPipelineTools(f: ConfigFile, root: YamlMap): string[] {
     else if (!out.includes(item)) out.push(item);
   });
   return out;
+}
+
+export const AGENT_ACCESS: readonly AgentAccess[] = ["read", "edit"];
+
+/**
+ * `agent_access` of a pipeline: what the built-in tools of an agent CLI (`claude-code`, `codex`)
+ * may do in the worktree. `read` (the default) reads and searches; `edit` also changes files.
+ * Neither gives the agent a shell with network access or a credential to push with.
+ */
+export function readAgentAccess(f: ConfigFile, root: YamlMap): AgentAccess | undefined {
+  return oneOf(f, root, "agent_access", [], AGENT_ACCESS, {
+    hint: " - read (the default: read and search the worktree) or edit (also change its files)",
+  });
 }
 
 /** Each name of a pipeline's `tools` must be a `host_tools` entry of daemon.yaml. */

@@ -1,4 +1,5 @@
 import { unknownScopes } from "../scopes.ts";
+import { AGENT_CLI_RUNTIMES, readAgentCliTarget } from "./agent-cli-targets.ts";
 import { readAuthFailure, readCredentialEnv, readMaxTurns } from "./agent-tools.ts";
 import { readKnowledgeSettings } from "./knowledge.ts";
 import { readLog } from "./log.ts";
@@ -46,6 +47,8 @@ export const DEFAULT_GRACE_MS = 30_000;
 export const DEFAULT_CONCURRENCY = 4;
 export const DEFAULT_CHECKOUT_RETENTION_DAYS = 30;
 export const DEFAULT_TRANSCRIPT_RETENTION_DAYS = 90;
+
+const RUNTIMES = ["command", "openai", ...AGENT_CLI_RUNTIMES] as const;
 
 export const VERIFY_KINDS: readonly VerifyKind[] = ["bearer", "codehost", "tracker"];
 export const HOST_TOOL_INPUT_TYPES = ["string", "number", "integer", "boolean"] as const;
@@ -143,6 +146,15 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
 
   const ask = readAsk(f, root);
   targetExists(["ask", "targets"], ask.targets);
+  for (const [index, name] of ask.targets.entries()) {
+    const runtime = targets[name]?.runtime;
+    if (runtime !== "claude-code" && runtime !== "codex") continue;
+    f.report(
+      ["ask", "targets", index],
+      "invalid_value",
+      `target ${quote(name)} at "ask.targets[${index}]" runs ${runtime}, an agent CLI that cannot answer /ask - name an openai or command target`,
+    );
+  }
 
   const knowledge = readKnowledgeSettings(f, root);
   targetExists(["knowledge", "retrieval", "rewrite", "targets"], knowledge.retrieval.rewrite.targets);
@@ -230,7 +242,7 @@ function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target> {
   for (const [name, raw] of entries(f, root, "targets", [])) {
     const path = ["targets", name];
     if (!checkName(f, path, name, NAME, "target")) continue;
-    const runtime = oneOf(f, raw, "runtime", path, ["command", "openai"] as const, { required: true });
+    const runtime = oneOf(f, raw, "runtime", path, RUNTIMES, { required: true });
     const timeoutMs = duration(f, raw, "timeout", path, DEFAULT_TARGET_TIMEOUT_MS);
     const credentials = readCredentials(f, raw, path);
     if (runtime === "command") {
@@ -261,6 +273,16 @@ function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target> {
       if (baseUrl && model && timeoutMs !== undefined && credentials && maxTurns) {
         targets[name] = { name, runtime, baseUrl, model, timeoutMs, credentials, maxTurns };
       }
+    } else if (runtime) {
+      const httpUrlOf = (key: string) => httpUrl(f, raw, key, path, false);
+      const target = readAgentCliTarget(f, raw, path, {
+        name,
+        runtime,
+        timeoutMs,
+        credentials,
+        httpUrl: httpUrlOf,
+      });
+      if (target) targets[name] = target;
     }
   }
   return targets;

@@ -1,4 +1,4 @@
-import { checkPipelineTools, readPipelineTools } from "./agent-tools.ts";
+import { checkPipelineTools, readAgentAccess, readPipelineTools } from "./agent-tools.ts";
 import {
   type DaemonSettings,
   type DeclaredNames,
@@ -60,6 +60,7 @@ const PIPELINE_KEYS = [
   "knowledge",
   "sandbox",
   "tools",
+  "agent_access",
 ];
 const PRINCIPAL_ID = /^[A-Za-z0-9_-]+\.principal\.[A-Za-z0-9_.:-]+$/;
 const REPO_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
@@ -121,6 +122,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const knowledge = readKnowledge(f, root);
   const sandbox = readSandbox(f, root, Object.keys(principals).length > 0);
   const tools = readPipelineTools(f, root);
+  const agentAccess = readAgentAccess(f, root);
 
   // returned even when something above was wrong, so references are still checked and reported
   return {
@@ -146,6 +148,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     knowledge,
     ...(sandbox ? { sandbox } : {}),
     ...(tools.length ? { tools } : {}),
+    ...(agentAccess ? { agentAccess } : {}),
   };
 }
 

@@ -46,7 +46,29 @@ export interface OpenAiTarget {
   maxTurns?: number;
 }
 
-export type Target = CommandTarget | OpenAiTarget;
+/** What an agent CLI's built-in tools may do in the worktree (`agent_access` of a pipeline). */
+export type AgentAccess = "read" | "edit";
+
+/**
+ * `claude-code` and `codex`: a coding agent CLI run headless in the worktree, with a private HOME,
+ * svc's tools over MCP and its credential exported as the CLI expects (see worker/runtimes/agent-cli/).
+ */
+export interface AgentCliTarget {
+  name: string;
+  runtime: "claude-code" | "codex";
+  model: string;
+  /** a gateway or proxy in front of the model API; absent: the CLI's own default */
+  baseUrl?: string;
+  /** the CLI's executable; absent: `claude` or `codex` on PATH */
+  bin?: string;
+  /** the whole CLI run, from spawn to exit */
+  timeoutMs: number;
+  /** the CLI's own turn limit (Claude Code's --max-turns); absent: the CLI's default */
+  maxTurns?: number;
+  credentials: TargetCredential[];
+}
+
+export type Target = CommandTarget | OpenAiTarget | AgentCliTarget;
 
 /** `trigger.codehost` / `trigger.tracker` entries: an event name, optionally narrowed to repos. */
 export interface EventMatcher {
@@ -110,6 +132,8 @@ export interface Pipeline {
   sandbox?: { mounts: string[] };
   /** host tools the run's token may call (`host:execute:<name>`) */
   tools?: string[];
+  /** what an agent CLI's built-in tools may do (default `read`); svc's own tools are always allowed */
+  agentAccess?: AgentAccess;
 }
 
 export interface Policy {

@@ -1,0 +1,143 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import {
+  LoopbackModel,
+  offeredTool,
+  type SeenRequest,
+  sendEvents,
+  sendJson,
+  tokens,
+} from "./loopback-model.ts";
+
+const ERRORS = {
+  401: ["authentication_error", "invalid x-api-key"],
+  403: ["permission_error", "Your API key does not have permission to use the specified resource."],
+  429: ["rate_limit_error", "This request would exceed your organization's rate limit."],
+  500: ["api_error", "Internal server error"],
+  529: ["overloaded_error", "Overloaded"],
+} as const;
+
+type Block =
+  | { type: "text"; text: string }
+  | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
+
+interface Message {
+  role: string;
+  content: string | { type: string; id?: string; name?: string; tool_use_id?: string }[];
+}
+
+/**
+ * The Anthropic Messages API on loopback, as Claude Code calls it: `POST /v1/messages` with
+ * `x-api-key`, answered as a stream of server-sent events (message_start, content blocks with
+ * text or tool_use deltas, message_delta with stop_reason and usage, message_stop), and the API's
+ * error bodies for refused keys, rate limits and overload.
+ */
+export class FakeAnthropic extends LoopbackModel {
+  #ids = 0;
+
+  protected keyOf(request: IncomingMessage): string {
+    const key = request.headers["x-api-key"];
+    return typeof key === "string" ? key : (request.headers.authorization ?? "").replace(/^Bearer /, "");
+  }
+
+  protected answer(request: SeenRequest, response: ServerResponse): void {
+    const behaviour = this.behaviourOf(request.key) ?? { kind: "error", status: 401 };
+    if (behaviour.kind === "error") {
+      const [type, message] = ERRORS[behaviour.status];
+      const headers: Record<string, string> = { "request-id": this.#id("req") };
+      if (behaviour.retryAfter) headers["retry-after"] = behaviour.retryAfter;
+      sendJson(
+        response,
+        behaviour.status,
+        { type: "error", error: { type, message }, request_id: headers["request-id"] },
+        headers,
+      );
+      return;
+    }
+    if (request.method === "GET" && request.path.startsWith("/v1/models")) {
+      sendJson(response, 200, { data: [{ type: "model", id: "claude-sonnet-4-5" }], has_more: false });
+      return;
+    }
+    const body = request.body ?? {};
+    const tools = ((body.tools ?? []) as { name?: string }[]).map((tool) => tool.name ?? "");
+    const called = calledTools((body.messages ?? []) as Message[]);
+    const note = offeredTool(tools, "submit_note");
+    const structured = tools.find((name) => name === "StructuredOutput");
+    let block: Block;
+    if (note && !called.has(note)) {
+      block = { type: "tool_use", id: this.#id("toolu"), name: note, input: behaviour.note };
+    } else if (structured && !called.has(structured)) {
+      block = { type: "tool_use", id: this.#id("toolu"), name: structured, input: behaviour.result };
+    } else {
+      block = { type: "text", text: JSON.stringify(behaviour.result) };
+    }
+    if (body.stream === true) this.#stream(response, String(body.model), block, request.text);
+    else sendJson(response, 200, this.#message(String(body.model), [block], request.text));
+  }
+
+  #message(model: string, content: Block[], prompt: string) {
+    const output = JSON.stringify(content);
+    return {
+      id: this.#id("msg"),
+      type: "message",
+      role: "assistant",
+      model,
+      content,
+      stop_reason: content.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn",
+      stop_sequence: null,
+      usage: { input_tokens: tokens(prompt), output_tokens: tokens(output) },
+    };
+  }
+
+  #stream(response: ServerResponse, model: string, block: Block, prompt: string): void {
+    const usage = {
+      input_tokens: tokens(prompt),
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: 1,
+    };
+    const start =
+      block.type === "text"
+        ? { type: "text", text: "" }
+        : { type: "tool_use", id: block.id, name: block.name, input: {} };
+    const delta =
+      block.type === "text"
+        ? { type: "text_delta", text: block.text }
+        : { type: "input_json_delta", partial_json: JSON.stringify(block.input) };
+    const message = this.#message(model, [], prompt);
+    sendEvents(response, [
+      { type: "message_start", message: { ...message, stop_reason: null, usage } },
+      { type: "content_block_start", index: 0, content_block: start },
+      { type: "ping" },
+      { type: "content_block_delta", index: 0, delta },
+      { type: "content_block_stop", index: 0 },
+      {
+        type: "message_delta",
+        delta: { stop_reason: block.type === "tool_use" ? "tool_use" : "end_turn", stop_sequence: null },
+        usage: { output_tokens: tokens(JSON.stringify(block)) },
+      },
+      { type: "message_stop" },
+    ]);
+  }
+
+  #id(prefix: string): string {
+    this.#ids += 1;
+    return `${prefix}_fake${String(this.#ids).padStart(6, "0")}`;
+  }
+}
+
+/** The tools the conversation already called and got a result from. */
+function calledTools(messages: Message[]): Set<string> {
+  const names = new Map<string, string>();
+  const called = new Set<string>();
+  for (const message of messages) {
+    if (typeof message.content === "string") continue;
+    for (const block of message.content) {
+      if (block.type === "tool_use" && block.id && block.name) names.set(block.id, block.name);
+      if (block.type === "tool_result" && block.tool_use_id) {
+        const name = names.get(block.tool_use_id);
+        if (name) called.add(name);
+      }
+    }
+  }
+  return called;
+}

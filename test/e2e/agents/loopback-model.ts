@@ -1,0 +1,135 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+
+/**
+ * What a scripted model answers for one API key: the script (a call of svc's `submit_note`, then a
+ * final answer that fits the pipeline's `result.schema`), or one of the refusals the credential
+ * rules tell apart.
+ */
+export type Behaviour =
+  | {
+      kind: "script";
+      note: { title: string; body: string; tags?: string[] };
+      result: Record<string, unknown>;
+    }
+  | { kind: "error"; status: 401 | 403 | 429 | 500 | 529; retryAfter?: string };
+
+/** One request as the fake received it. */
+export interface SeenRequest {
+  at: number;
+  method: string;
+  path: string;
+  /** the credential the client sent (`x-api-key`, or the bearer token) */
+  key: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Record<string, unknown> | undefined;
+  /** the raw text, to search for what must never be sent (the run token) */
+  text: string;
+}
+
+/** The time each answer finished, by request index: the last one is the model's final answer. */
+export interface Answered {
+  at: number;
+  path: string;
+}
+
+/**
+ * A loopback HTTP server for one model API: it records every request and leaves the answer to the
+ * API's own protocol (`answer`). Both fakes (Anthropic Messages, OpenAI Responses) are one of these.
+ */
+export abstract class LoopbackModel {
+  readonly requests: SeenRequest[] = [];
+  readonly answered: Answered[] = [];
+  readonly #behaviours = new Map<string, Behaviour>();
+  #server: Server | undefined;
+  url = "";
+
+  behave(key: string, behaviour: Behaviour): void {
+    this.#behaviours.set(key, behaviour);
+  }
+
+  behaviourOf(key: string): Behaviour | undefined {
+    return this.#behaviours.get(key);
+  }
+
+  /** Requests made with `key` (to `path`, when given). */
+  seen(key: string, path?: string): SeenRequest[] {
+    return this.requests.filter((r) => r.key === key && (!path || r.path.startsWith(path)));
+  }
+
+  protected abstract keyOf(request: IncomingMessage): string;
+  protected abstract answer(request: SeenRequest, response: ServerResponse): void;
+
+  async start(): Promise<void> {
+    this.#server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        const seen: SeenRequest = {
+          at: performance.timeOrigin + performance.now(),
+          method: request.method ?? "GET",
+          path: request.url ?? "/",
+          key: this.keyOf(request),
+          headers: request.headers,
+          body: parseBody(text),
+          text,
+        };
+        this.requests.push(seen);
+        response.on("finish", () =>
+          this.answered.push({ at: performance.timeOrigin + performance.now(), path: seen.path }),
+        );
+        this.answer(seen, response);
+      });
+    });
+    await new Promise<void>((resolve) => this.#server!.listen(0, "127.0.0.1", resolve));
+    this.url = `http://127.0.0.1:${(this.#server.address() as { port: number }).port}`;
+  }
+
+  async stop(): Promise<void> {
+    this.#server?.closeAllConnections();
+    await new Promise((resolve) => this.#server?.close(resolve));
+  }
+}
+
+function parseBody(text: string): Record<string, unknown> | undefined {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return undefined; // not JSON: the raw text is kept beside it
+  }
+}
+
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, { "content-type": "application/json", ...headers });
+  response.end(JSON.stringify(body));
+}
+
+/** Server-sent events as both APIs stream them: `event:` names the type, `data:` carries JSON. */
+export function sendEvents(
+  response: ServerResponse,
+  events: { type: string; [key: string]: unknown }[],
+): void {
+  response.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+  });
+  for (const event of events) response.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+  response.end();
+}
+
+/** The tool the CLI offers for svc's `name`: Claude Code and Codex both prefix MCP tools `mcp__<server>__`. */
+export function offeredTool(names: string[], name: string): string | undefined {
+  return names.find((offered) => offered === name || offered.endsWith(`__${name}`));
+}
+
+/** Rough token counts for the usage fields: a quarter of the characters, as tokenizers average. */
+export function tokens(text: string): number {
+  return Math.max(1, Math.ceil(text.length / 4));
+}

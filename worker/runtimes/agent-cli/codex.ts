@@ -1,0 +1,132 @@
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { promptText } from "../../prompt.ts";
+import { lastJsonObject } from "../../result-check.ts";
+import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
+import { standaloneSchema } from "./result-schema.ts";
+
+const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+/** The provider's `env_key`: the variable Codex reads the credential from. */
+const KEY_VARIABLE = "OPENAI_API_KEY";
+/** Codex's sandbox for its shell and file tools, per `agent_access`. */
+const SANDBOX = { read: "read-only", edit: "workspace-write" };
+
+/** A TOML basic string: JSON's escapes are TOML's. */
+const toml = (value: string) => JSON.stringify(value);
+
+/**
+ * Codex headless (`codex exec --json`): the prompt on stdin, a private CODEX_HOME, the model
+ * provider and svc's MCP server given as `-c` overrides (no file of the host's is read). The
+ * credential reaches Codex as the provider's `env_key` and the run token as the MCP server's
+ * `bearer_token_env_var` (SVC_MCP_TOKEN): neither is on the command line. svc's server, and only
+ * it, is pre-approved (`default_tools_approval_mode = "approve"`), because `exec` refuses any
+ * call that needs approval. The result comes from `--output-schema` / `--output-last-message`.
+ */
+export const codex: AgentCli = {
+  command: "codex",
+
+  async launch(context: CliContext) {
+    const { target, pipeline, access, runDir } = context;
+    const codexHome = join(context.home, ".codex");
+    await mkdir(codexHome, { recursive: true, mode: 0o700 });
+    const lastMessage = lastMessageFile(runDir);
+    await rm(lastMessage, { force: true });
+    const provider = [
+      `name="svc"`,
+      `base_url=${toml(target.baseUrl ?? DEFAULT_BASE_URL)}`,
+      `wire_api="responses"`,
+      `env_key="${KEY_VARIABLE}"`,
+      // a refused or throttled request ends the run at once: svc parks the credential and fails over
+      "request_max_retries=0",
+      "stream_max_retries=0",
+    ];
+    const overrides = [
+      `model_providers.svc={${provider.join(",")}}`,
+      `model_provider="svc"`,
+      `approval_policy="never"`,
+      // no analytics, feedback uploads or update checks
+      "analytics.enabled=false",
+      "feedback.enabled=false",
+      "check_for_update_on_startup=false",
+    ];
+    if (access.mcpUrl) {
+      overrides.push(
+        `mcp_servers.svc.url=${toml(access.mcpUrl)}`,
+        `mcp_servers.svc.bearer_token_env_var="SVC_MCP_TOKEN"`,
+        `mcp_servers.svc.default_tools_approval_mode="approve"`,
+      );
+    }
+    const argv = [target.bin ?? this.command, "exec", "--json", "--skip-git-repo-check", "--ephemeral"];
+    argv.push("--ignore-rules", "--color", "never", "-m", target.model);
+    argv.push("--sandbox", SANDBOX[pipeline.agentAccess ?? "read"]);
+    for (const override of overrides) argv.push("-c", override);
+    argv.push("--output-last-message", lastMessage);
+    if (pipeline.result) {
+      const schemaFile = join(runDir, "result-schema.json");
+      await writeFile(schemaFile, JSON.stringify(standaloneSchema(pipeline.result.schema), null, 2));
+      argv.push("--output-schema", schemaFile);
+    }
+    argv.push("-");
+    const env = { CODEX_HOME: codexHome, [KEY_VARIABLE]: context.key };
+    return { argv, env, stdin: promptText(context.prompt) };
+  },
+
+  async report(stdout: string, context: CliContext): Promise<CliReport> {
+    const events = jsonLines(stdout);
+    const calls: string[] = [];
+    const usage = { input: 0, cached: 0, output: 0 };
+    let turns = 0;
+    for (const event of events) {
+      const item = event.item as
+        | { type?: string; server?: string; tool?: string; status?: string }
+        | undefined;
+      if (event.type === "item.completed" && item?.type === "mcp_tool_call")
+        calls.push(`${item.server}.${item.tool}${item.status === "failed" ? " (failed)" : ""}`);
+      if (event.type === "item.completed" && item?.type === "command_execution") calls.push("shell");
+      if (event.type === "turn.completed") {
+        turns += 1;
+        const used = (event.usage ?? {}) as {
+          input_tokens?: number;
+          cached_input_tokens?: number;
+          output_tokens?: number;
+        };
+        usage.input += used.input_tokens ?? 0;
+        usage.cached += used.cached_input_tokens ?? 0;
+        usage.output += used.output_tokens ?? 0;
+      }
+    }
+    const summary = [
+      `# turns: ${turns}`,
+      `# tool calls: ${countCalls(calls)}`,
+      `# tokens: input ${usage.input} (cached ${usage.cached}), output ${usage.output}`,
+    ];
+    // a top-level `error` event ends the run only when no turn completed (Codex also reports
+    // notices it recovered from that way)
+    const failed =
+      events.findLast((event) => event.type === "turn.failed") ??
+      (turns === 0 ? events.findLast((event) => event.type === "error") : undefined);
+    if (failed) {
+      const message =
+        (failed.error as { message?: string } | undefined)?.message ?? String(failed.message ?? "error");
+      const status = /\bstatus:? (\d{3})\b/.exec(message)?.[1];
+      return {
+        ...(status ? { apiStatus: Number(status) } : {}),
+        overloaded: /overloaded/i.test(message),
+        error: message,
+        summary,
+      };
+    }
+    let text: string | undefined;
+    try {
+      text = await readFile(lastMessageFile(context.runDir), "utf8");
+    } catch {
+      text = undefined; // Codex wrote no last message: no result, which the caller reports
+    }
+    const result = text === undefined ? undefined : lastJsonObject(text);
+    return { ...(result ? { result } : {}), ...(text !== undefined ? { finalText: text } : {}), summary };
+  },
+};
+
+function lastMessageFile(runDir: string): string {
+  return join(runDir, "last-message.txt");
+}
