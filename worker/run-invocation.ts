@@ -61,7 +61,8 @@ export interface RunState {
 }
 
 /**
- * The phases of one run, in order: resolve the event → prepare the workspace → setup steps → agent
+ * The phases of one run, in order: resolve the event → prepare the workspace → setup steps (with the
+ * knowledge retrieval beside them) → agent
  * on the pipeline's targets → result check. Each phase returns how the run ended if it ended there.
  */
 export async function runInvocation(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
@@ -72,22 +73,28 @@ export async function runInvocation(deps: ExecuteDeps, input: RunInput): Promise
   if (gate === "own_event") return { kind: "completed", result: null };
   const unprepared = await prepareRunWorkspace(deps, input, event);
   if (unprepared) return unprepared;
+  // retrieval (with a query rewrite, a model call) runs beside the setup steps, not before them;
+  // only the agent needs what it delivers
+  const knowledge = prepareRunKnowledge(deps, {
+    invocationId: input.invocationId,
+    pipeline: input.pipeline,
+    event,
+    runDir: input.paths.runDir,
+  });
+  // settled below in every case; this only keeps a rejection during the setup steps from being unhandled
+  knowledge.catch(() => {});
   const run: RunState = {
     deps,
     input,
     event,
     env: eventEnvironment(input.paths, event, input.pipeline),
     records: deps.records ?? deps.pool,
-    knowledge: await prepareRunKnowledge(deps, {
-      invocationId: input.invocationId,
-      pipeline: input.pipeline,
-      event,
-      runDir: input.paths.runDir,
-    }),
+    knowledge: { passages: [] },
     seq: 0,
   };
-  const setupEnd = await runSetupSteps(run);
+  const setupEnd = await runSetupSteps(run).finally(() => knowledge.catch(() => {}));
   if (setupEnd) return setupEnd;
+  run.knowledge = await knowledge;
   let result: unknown = null;
   if (input.pipeline.targets.length > 0) {
     const agent = await runAgentOnTargets(run);

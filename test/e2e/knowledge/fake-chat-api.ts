@@ -13,6 +13,8 @@ export interface ChatRequestSeen {
   key: string;
   model: string;
   prompt: string;
+  /** Date.now() when the request arrived */
+  at: number;
 }
 
 /**
@@ -52,7 +54,7 @@ export class FakeChatApi {
           messages: { role: string; content: string }[];
         };
         const prompt = body.messages.map((m) => m.content).join("\n");
-        this.requests.push({ key, model: body.model, prompt });
+        this.requests.push({ key, model: body.model, prompt, at: Date.now() });
         const behaviour = this.#behaviour.get(key);
         if (!behaviour) {
           send(401, {
