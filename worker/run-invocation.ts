@@ -62,8 +62,7 @@ export interface RunState {
 
 /**
  * The phases of one run, in order: resolve the event → prepare the workspace → setup steps (with the
- * knowledge retrieval beside them) → agent
- * on the pipeline's targets → result check. Each phase returns how the run ended if it ended there.
+ * knowledge retrieval beside them) → agent on the pipeline's targets → result check. Each phase returns how the run ended if it ended there.
  */
 export async function runInvocation(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
   const event = await resolveRunEvent(deps, input);
