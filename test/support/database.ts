@@ -33,10 +33,24 @@ export async function createTestDatabase(adminUrl: string): Promise<TestDatabase
   };
 }
 
+/** How long a drop waits for the test's own connections, closed just before, to be gone. */
+const CLOSING_GRACE_MS = 2_000;
+
 export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
+    // a pool that was just ended may still be closing its sockets: terminating them then raises an
+    // error in the test process that nothing listens to any more. FORCE is for what stays after.
+    const deadline = Date.now() + CLOSING_GRACE_MS;
+    while (Date.now() < deadline) {
+      const { rows } = await admin.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1",
+        [name],
+      );
+      if (rows[0]!.n === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   } finally {
     await admin.end();
