@@ -320,7 +320,7 @@ const CASES: [string, string, string][] = [
   [
     "target-runtime",
     "invalid_value",
-    'daemon.yaml: "targets.local.runtime" must be one of command, openai (got "anthropic")',
+    'daemon.yaml: "targets.local.runtime" must be one of command, openai, claude-code, codex (got "anthropic")',
   ],
   [
     "target-timeout",
