@@ -16,7 +16,9 @@ export default class Doctor extends Command {
   static override description =
     "Lists every configuration error (as `svc config validate` does) and checks what can be checked without a " +
     "running daemon: the configuration directory exists, the instance key exists when daemon.yaml uses " +
-    "secret_ref, and the database named by SVC_DATABASE_URL answers and is PostgreSQL 15 or later. Exits 1 " +
+    "secret_ref, the database named by SVC_DATABASE_URL answers and is PostgreSQL 15 or later, and each agent CLI " +
+    "of a claude-code or codex target runs, with its version compared to the pin in deploy/images/agent/versions.json " +
+    "(another version is a warning). Exits 1 " +
     "when any check fails. `--json` prints one JSON document, also on failure.";
   static override examples = [
     "<%= config.bin %> doctor",

@@ -6,6 +6,7 @@ import { instanceKeyPath } from "../../shared/config/dir.ts";
 import { loadConfig } from "../../shared/config/load.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem, LoadResult } from "../../shared/config/types.ts";
+import { agentClisCheck } from "./agent-clis.ts";
 import { daemonProbeCheck } from "./daemon-probes.ts";
 import { knowledgeCheck } from "./knowledge.ts";
 
@@ -160,6 +161,7 @@ export const DOCTOR_CHECKS: DoctorCheck[] = [
   instanceKeyCheck,
   databaseCheck,
   knowledgeCheck,
+  agentClisCheck,
   daemonProbeCheck,
 ];
 

@@ -57,6 +57,8 @@ export const DOCTOR_CODES = {
   database_too_old: "the database server is older than PostgreSQL 15",
   retrieval_tool_floor: "knowledge sources exist but qmd is missing or older than 2.8.3",
   embedder_missing: "the vector engine's host embedder runner is not on the PATH",
+  agent_cli_missing: "a claude-code or codex target's CLI is not installed where the target looks for it",
+  agent_cli_version: "an agent CLI's version differs from the pin in deploy/images/agent/versions.json",
 } as const;
 
 export type DoctorCode = keyof typeof DOCTOR_CODES;

@@ -1,5 +1,6 @@
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
+import { probeAgentCli } from "../runtimes/agent-cli/probe.ts";
 import { probeRequest } from "../runtimes/openai.ts";
 import { classifyResponse } from "./classify.ts";
 import type { CredentialCooldowns } from "./cooldowns.ts";
@@ -36,11 +37,12 @@ export class CoolingProbe {
         if (this.#inFlight.has(id) || now - (this.#lastProbe.get(id) ?? 0) < intervalMs) return;
         const target = config.targets[targetName];
         const key = secrets.get(targetName, credential);
-        if (target?.runtime !== "openai" || key === undefined) return;
+        if (!target || target.runtime === "command" || key === undefined) return;
         this.#inFlight.add(id);
         this.#lastProbe.set(id, now);
         try {
-          const response = await probeRequest(target, key);
+          const response =
+            target.runtime === "openai" ? await probeRequest(target, key) : await probeAgentCli(target, key);
           const verdict = classifyResponse(response.status, response.headers, response.body);
           logger.info("cooling credential probed", {
             event: "credential.probe",

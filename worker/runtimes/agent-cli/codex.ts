@@ -5,7 +5,7 @@ import { lastJsonObject } from "../../result-check.ts";
 import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
 import { standaloneSchema } from "./result-schema.ts";
 
-const DEFAULT_BASE_URL = "https://api.openai.com/v1";
+export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 /** The provider's `env_key`: the variable Codex reads the credential from. */
 const KEY_VARIABLE = "OPENAI_API_KEY";
 /** Codex's sandbox for its shell and file tools, per `agent_access`. */
