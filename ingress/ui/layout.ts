@@ -14,6 +14,7 @@ export function page(title: string, body: SafeHtml, options: { signedIn?: boolea
 <header class="top">
 <span class="brand">svc</span>
 <a href="/ui/triggers">Triggers</a>
+<a href="/ui/evals">Evals</a>
 ${
   options.signedIn
     ? html`<form method="post" action="/ui/logout"><button type="submit">Sign out</button></form>`
@@ -32,7 +33,7 @@ export function loginPage(options: { error?: string; next?: string }): string {
   return page(
     "Sign in",
     html`<h1>Sign in</h1>
-<p class="muted">Paste an API token with the scope <code>triggers:read</code>. It is kept in a cookie only these pages can use.</p>
+<p class="muted">Paste an API token with the scope <code>triggers:read</code> (triggers and traces) or <code>evals:write</code> (evals). It is kept in a cookie only these pages can use.</p>
 ${options.error ? html`<p class="error" role="alert">${options.error}</p>` : ""}
 <form class="login" method="post" action="/ui/login">
 <label>Token <input type="password" name="token" autocomplete="current-password" required></label>

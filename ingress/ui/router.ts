@@ -1,6 +1,8 @@
 import express, { type NextFunction, type Request, type Response, Router } from "express";
 import helmet from "helmet";
 import type pg from "pg";
+import { listEvalCases } from "../../db/eval-cases.ts";
+import { dailyCompletedByVersion, readCohort, statsByVersionTarget } from "../../db/eval-stats.ts";
 import { findIdsByPrefix, readLineage } from "../../db/lineage.ts";
 import { InvalidCursorError, listTriggers, type TriggerStatus } from "../../db/triggers.ts";
 import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
@@ -9,7 +11,9 @@ import { ApiError } from "../api/errors.ts";
 import { TRACE_ID } from "../api/handlers/trace.ts";
 import { createAccessControl } from "../auth/middleware.ts";
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../errors.ts";
+import { compareCohorts, parseCohort } from "../evals/compare.ts";
 import { readDeliveries } from "./deliveries.ts";
+import { type EvalsView, evalsPage } from "./evals-page.ts";
 import { loginPage, messagePage } from "./layout.ts";
 import {
   authenticatePage,
@@ -30,12 +34,15 @@ export interface UiDependencies {
 }
 
 const SCOPE = "triggers:read";
+const EVALS_SCOPE = "evals:write";
 const CODE = /^[a-z][a-z0-9_]*$/;
+const CHART_DAYS = 30;
 
 /**
  * The browser pages under /ui: server-rendered, escaped by construction (html.ts), no script, a
  * CSP that allows only our own stylesheet. They read the same lineage and trigger list as
- * `GET /trace/:id` and `GET /triggers`, with the same scope.
+ * `GET /trace/:id` and `GET /triggers`, with the same scope; /ui/evals reads what
+ * `GET /evals/compare` does, with `evals:write`. Signing in takes a token holding either scope.
  */
 export function createUiRouter(deps: UiDependencies): Router {
   const router = Router();
@@ -62,7 +69,14 @@ export function createUiRouter(deps: UiDependencies): Router {
     const target = safeNext(body.next);
     try {
       if (!token) throw new ApiError(401, "unauthenticated", "enter a token");
-      access.authorize(await authenticateToken(access, req, token), SCOPE);
+      const principal = await authenticateToken(access, req, token);
+      try {
+        access.authorize(principal, SCOPE);
+      } catch (error) {
+        // a token for the evals page alone signs in too; each page checks its own scope
+        if (!(error instanceof ApiError) || error.status !== 403) throw error;
+        access.authorize(principal, EVALS_SCOPE);
+      }
       setSessionCookie(req, res, token);
       res.redirect(303, target);
     } catch (error) {
@@ -81,11 +95,11 @@ export function createUiRouter(deps: UiDependencies): Router {
   });
 
   const guarded =
-    (route: string, render: (req: Request) => Promise<{ status?: number; html: string }>) =>
+    (route: string, render: (req: Request) => Promise<{ status?: number; html: string }>, scope = SCOPE) =>
     async (req: Request, res: Response, next: NextFunction) => {
       res.locals.route = route;
       try {
-        access.authorize(await authenticatePage(access, req), SCOPE);
+        access.authorize(await authenticatePage(access, req), scope);
         const answer = await render(req);
         res
           .status(answer.status ?? 200)
@@ -103,6 +117,10 @@ export function createUiRouter(deps: UiDependencies): Router {
   router.get(
     "/ui/triggers",
     guarded("/ui/triggers", (req) => renderTriggers(deps.pool, req)),
+  );
+  router.get(
+    "/ui/evals",
+    guarded("/ui/evals", (req) => renderEvals(deps, req), EVALS_SCOPE),
   );
   return router;
 }
@@ -190,6 +208,46 @@ async function renderTriggers(pool: pg.Pool, req: Request): Promise<{ status?: n
     const first = await listTriggers(pool, { ...filter, limit: 50 });
     return { status: 400, html: triggersPage({ ...first, ...filter, error: error.message }) };
   }
+}
+
+/**
+ * The comparison of cohorts `a` and `b` (by default the pipeline's two latest versions), the
+ * completed rate per version over the last CHART_DAYS days, and the pipeline's curated cases.
+ */
+async function renderEvals(deps: UiDependencies, req: Request): Promise<{ status?: number; html: string }> {
+  const text = (name: string) =>
+    typeof req.query[name] === "string" ? (req.query[name] as string).trim() : "";
+  const pipelines = Object.keys(deps.config.pipelines).sort();
+  const asked = text("pipeline");
+  const view: EvalsView = { pipelines, a: text("a"), b: text("b"), days: [], cases: [] };
+  if (asked && !pipelines.includes(asked))
+    return { status: 400, html: evalsPage({ ...view, error: `no pipeline is named ${asked}` }) };
+  const pipeline = asked || pipelines[0];
+  if (!pipeline) return { html: evalsPage({ ...view, error: "no pipeline is configured" }) };
+  view.pipeline = pipeline;
+  const versions = [
+    ...new Set((await statsByVersionTarget(deps.pool, { pipeline })).map((row) => row.version)),
+  ].filter((version): version is string => version !== null);
+  if (!view.a && !view.b && versions.length >= 2) {
+    view.a = `version:${versions[versions.length - 2]}`;
+    view.b = `version:${versions[versions.length - 1]}`;
+  }
+  view.days = await dailyCompletedByVersion(deps.pool, {
+    pipeline,
+    since: new Date(Date.now() - CHART_DAYS * 86_400_000),
+  });
+  view.cases = await listEvalCases(deps.pool, { pipeline, limit: 50 });
+  if (!view.a && !view.b) return { html: evalsPage(view) };
+  const a = parseCohort("a", view.a);
+  const b = parseCohort("b", view.b);
+  const invalid = "error" in a ? a.error : "error" in b ? b.error : undefined;
+  if (invalid || "error" in a || "error" in b)
+    return { status: 400, html: evalsPage({ ...view, error: invalid }) };
+  const [runsA, runsB] = await Promise.all([
+    readCohort(deps.pool, pipeline, a),
+    readCohort(deps.pool, pipeline, b),
+  ]);
+  return { html: evalsPage({ ...view, comparison: compareCohorts({ a: view.a, b: view.b }, runsA, runsB) }) };
 }
 
 /** Only our own pages are a place to return to after signing in (no open redirect). */

@@ -28,6 +28,9 @@ th { color: var(--muted); font-weight: 600; }
 .diagnostic code { font-weight: 700; }
 .muted { color: var(--muted); }
 svg.timeline { width: 100%; height: 14px; display: block; }
+svg.chart { max-width: 100%; height: auto; background: #fff; border: 1px solid var(--line); border-radius: 6px; }
+p.verdict { font-weight: 600; }
+td.notes { white-space: pre-wrap; word-break: break-word; }
 svg.timeline rect.track { fill: #eef0f4; }
 svg.timeline rect.bar { fill: #4a78d0; }
 svg.timeline rect.bar-failed { fill: #c62828; }

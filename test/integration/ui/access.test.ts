@@ -22,7 +22,9 @@ beforeAll(async () => {
   db = await createTestDatabase(inject("adminDatabaseUrl"));
   secured = await startApi(
     db.url,
-    apiConfig({ tokens: tokensBlock({ reader: ["triggers:read"], hooks: ["pipelines:invoke"] }) }),
+    apiConfig({
+      tokens: tokensBlock({ reader: ["triggers:read"], hooks: ["pipelines:invoke"], evals: ["evals:write"] }),
+    }),
   );
   local = await startApi(db.url, apiConfig(null));
   seeded = await seedLineage(secured.pool, { failed: true });
@@ -70,6 +72,15 @@ describe("/ui access", () => {
   it("refuses a token without triggers:read", async () => {
     expect((await page(secured, "/ui/triggers", { authorization: "Bearer secret-hooks" })).status).toBe(403);
     expect((await login(secured, "secret-hooks", secured.url)).status).toBe(403);
+  });
+
+  it("opens /ui/evals to evals:write alone: that token signs in, but not into the trigger pages", async () => {
+    expect((await page(secured, "/ui/evals", { authorization: "Bearer secret-reader" })).status).toBe(403);
+    const evals = await page(secured, "/ui/evals", { authorization: "Bearer secret-evals" });
+    expect(evals.status).toBe(200);
+    expect(evals.headers.get("content-security-policy")).toContain("script-src 'none'");
+    expect((await page(secured, "/ui/triggers", { authorization: "Bearer secret-evals" })).status).toBe(403);
+    expect((await login(secured, "secret-evals", secured.url)).status).toBe(303);
   });
 
   it("logs in from its own origin into an HttpOnly, SameSite=Strict cookie that opens the pages", async () => {

@@ -1,0 +1,65 @@
+import { Command, Flags } from "@oclif/core";
+import { type ComparisonView, pValue, rateWithInterval } from "../../eval-views.ts";
+import { fromDaemon } from "../../from-daemon.ts";
+import { table } from "../../table.ts";
+
+export default class EvalCompare extends Command {
+  static override summary = "Compare two cohorts of a pipeline's runs";
+  static override description =
+    "Compares cohort b against cohort a (GET /evals/compare): each rate with its 95% Wilson interval and a " +
+    "two-sided test (Fisher's exact for small counts, else chi-square), the p50 durations with a Mann-Whitney U " +
+    "p-value, and a verdict that says when the cohorts are too small to conclude (under 10 runs each). A cohort " +
+    "is version:<v>, target:<name>, dates:<from>..<to> (to exclusive), run:<evr_…> (an eval run's replays), " +
+    "original:<evr_…> (the original runs of the cases it replayed) or cases[:<tag>]. Needs `evals:write`.";
+  static override examples = [
+    "<%= config.bin %> eval compare --pipeline pr-review --a version:1.2.0 --b version:1.3.0",
+    "<%= config.bin %> eval compare --pipeline pr-review --a original:evr_2m4k6q8s0u2w4y6a8c0e --b run:evr_2m4k6q8s0u2w4y6a8c0e",
+    "<%= config.bin %> eval compare --pipeline pr-review --a dates:2026-11-01..2026-11-08 --b dates:2026-11-08..2026-11-15 --json",
+  ];
+  static override enableJsonFlag = true;
+  static override flags = {
+    pipeline: Flags.string({ description: "the pipeline", required: true, helpValue: "<name>" }),
+    a: Flags.string({ description: "the baseline cohort", required: true, helpValue: "<cohort>" }),
+    b: Flags.string({ description: "the cohort compared with it", required: true, helpValue: "<cohort>" }),
+  };
+
+  async run(): Promise<ComparisonView> {
+    const { flags } = await this.parse(EvalCompare);
+    const answer: ComparisonView = await fromDaemon(this, (client) =>
+      client.get("/evals/compare", { pipeline: flags.pipeline, a: flags.a, b: flags.b }),
+    );
+    if (!this.jsonEnabled()) {
+      const d = answer.duration;
+      const ms = (value: number | null) => (value === null ? "-" : `${Math.round(value)}ms`);
+      this.log(
+        table(
+          [
+            "MEASURE",
+            `A: ${answer.a.cohort} (${answer.a.runs})`,
+            `B: ${answer.b.cohort} (${answer.b.runs})`,
+            "TEST",
+            "P",
+          ],
+          [
+            ...answer.rates.map((rate) => [
+              `${rate.name} rate`,
+              rateWithInterval(rate.a),
+              rateWithInterval(rate.b),
+              rate.test,
+              pValue(rate.p),
+            ]),
+            [
+              "p50 duration",
+              ms(d.a.p50Ms),
+              ms(d.b.p50Ms),
+              d.method ? `mann_whitney (${d.method})` : null,
+              pValue(d.p),
+            ],
+          ],
+        ),
+      );
+      this.log(`\n${answer.verdict}`);
+    }
+    return answer;
+  }
+}
