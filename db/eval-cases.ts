@@ -1,4 +1,5 @@
 import { newId } from "../shared/ids.ts";
+import { Conditions } from "./conditions.ts";
 import type { Queryable } from "./queryable.ts";
 
 /**
@@ -122,21 +123,16 @@ export interface EvalCaseFilter {
 
 /** Newest first. */
 export async function listEvalCases(db: Queryable, filter: EvalCaseFilter = {}): Promise<EvalCase[]> {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  const add = (clause: (n: string) => string, value: unknown) => {
-    params.push(value);
-    where.push(clause(`$${params.length}`));
-  };
+  const conditions = new Conditions();
+  const add = conditions.add.bind(conditions);
   if (filter.pipeline) add((n) => `pipeline = ${n}`, filter.pipeline);
   if (filter.tag) add((n) => `${n} = ANY (tags)`, filter.tag);
   if (filter.expected) add((n) => `expected = ${n}`, filter.expected);
   if (filter.ids) add((n) => `id = ANY (${n}::text[])`, filter.ids);
-  params.push(Math.min(Math.max(filter.limit ?? 100, 1), 1000));
+  const limit = conditions.param(Math.min(Math.max(filter.limit ?? 100, 1), 1000));
   const { rows } = await db.query<EvalCase>(
-    `SELECT ${COLUMNS} FROM svc.eval_cases ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY created_at DESC, id LIMIT $${params.length}`,
-    params,
+    `SELECT ${COLUMNS} FROM svc.eval_cases ${conditions.where()} ORDER BY created_at DESC, id LIMIT ${limit}`,
+    conditions.params,
   );
   return rows;
 }

@@ -74,24 +74,19 @@ async function runVersion(version: string, failEvery: number, opened: number, re
     heartbeatMs: 500,
   });
   const fired: string[] = [];
-  for (let n = 1; n <= opened; n++)
-    fired.push(
-      await fire(bed.pool, boss, {
-        kind: "codehost",
-        source: "github",
-        eventName: "pull_request.opened",
-        payload: event(n, "opened"),
-      }),
-    );
-  for (let n = 1; n <= reopened; n++)
-    fired.push(
-      await fire(bed.pool, boss, {
-        kind: "codehost",
-        source: "github",
-        eventName: "pull_request.reopened",
-        payload: event(n, "reopened"),
-      }),
-    );
+  for (const [action, count] of [
+    ["opened", opened],
+    ["reopened", reopened],
+  ] as const)
+    for (let n = 1; n <= count; n++)
+      fired.push(
+        await fire(bed.pool, boss, {
+          kind: "codehost",
+          source: "github",
+          eventName: `pull_request.${action}`,
+          payload: event(n, action),
+        }),
+      );
   await settled(fired);
 }
 
