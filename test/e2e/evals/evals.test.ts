@@ -196,6 +196,12 @@ describe("GET /evals/compare", () => {
     );
   });
 
+  it("answers 404 for a pipeline neither configured nor ever run", async () => {
+    const { status, body } = await call("GET", "/evals/stats?pipeline=pr-reveiw");
+    expect(status).toBe(404);
+    expect(body.error.message).toBe("no such pipeline");
+  });
+
   it("refuses a malformed cohort with the forms it accepts", async () => {
     const { status, body } = await call("GET", "/evals/compare?pipeline=pr-review&a=version:1.2.0&b=1.3.0");
     expect(status).toBe(400);
