@@ -97,7 +97,8 @@ function open(deps: Parameters<typeof codehostReads>[0]): { octokit: ReadingClie
     auth: token,
     baseUrl: codehost.apiUrl.replace(/\/+$/, ""),
     userAgent: "svc-repos",
-    retry: { doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451] },
+    // two retries of a 5xx (about 5 s of back-off) stay inside the CLI's 15 s request time-out
+    retry: { retries: 2, doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451] },
     log: octokitLog(deps.logger, "repos"),
   });
   return { octokit, token };
