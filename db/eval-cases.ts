@@ -38,9 +38,10 @@ export interface FinishedRun {
   code: string | null;
   durationMs: number | null;
   result: unknown;
-  eventKind: string;
-  eventSource: string;
-  eventName: string;
+  /** null for an invocation submitted to a workload (POST /workloads/:id/invocations): no event fired it */
+  eventKind: string | null;
+  eventSource: string | null;
+  eventName: string | null;
   payload: unknown;
 }
 
@@ -63,7 +64,7 @@ export async function readFinishedRun(db: Queryable, invocationId: string): Prom
             coalesce(o.event_name, t.event_name) AS "eventName", t.payload
        FROM svc.invocations i
        JOIN svc.workloads w ON w.id = i.workload_id
-       JOIN svc.triggers t ON t.id = w.trigger_id
+       LEFT JOIN svc.triggers t ON t.id = w.trigger_id
        LEFT JOIN svc.triggers o ON o.id = t.replay_of
       WHERE i.id = $1`,
     [invocationId],
@@ -72,7 +73,7 @@ export async function readFinishedRun(db: Queryable, invocationId: string): Prom
 }
 
 export interface NewEvalCase {
-  run: FinishedRun;
+  run: FinishedRun & { eventKind: string; eventSource: string; eventName: string };
   observed: Outcome;
   expected: Outcome;
   expectedResult: Record<string, unknown> | null;
