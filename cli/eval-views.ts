@@ -55,3 +55,15 @@ export function rateWithInterval(rate: RateView): string {
 export function pValue(p: number | null): string {
   return p === null ? "-" : p < 0.0001 ? p.toExponential(2) : p.toFixed(4);
 }
+
+/** An eval case as a few readable lines. */
+export function describeCase(c: EvalCaseView): string {
+  return [
+    `${c.id}  ${c.pipeline} ${c.pipelineVersion ?? "(unversioned)"} on ${c.target ?? "-"}`,
+    `run:       ${c.invocationId ?? "(gone)"}, ${c.event.kind} ${c.event.name} from ${c.event.source}`,
+    `ran:       ${c.observed}${c.observedCode ? ` (${c.observedCode})` : ""}`,
+    `expected:  ${c.expected}${c.expectedResult ? ` with ${JSON.stringify(c.expectedResult)}` : ""}`,
+    `tags:      ${c.tags.join(", ") || "-"}`,
+    `notes:     ${c.notes || "-"}`,
+  ].join("\n");
+}

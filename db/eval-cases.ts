@@ -1,4 +1,5 @@
 import { newId } from "../shared/ids.ts";
+import { Conditions } from "./conditions.ts";
 import type { Queryable } from "./queryable.ts";
 
 /**
@@ -37,9 +38,10 @@ export interface FinishedRun {
   code: string | null;
   durationMs: number | null;
   result: unknown;
-  eventKind: string;
-  eventSource: string;
-  eventName: string;
+  /** null for an invocation submitted to a workload (POST /workloads/:id/invocations): no event fired it */
+  eventKind: string | null;
+  eventSource: string | null;
+  eventName: string | null;
   payload: unknown;
 }
 
@@ -62,7 +64,7 @@ export async function readFinishedRun(db: Queryable, invocationId: string): Prom
             coalesce(o.event_name, t.event_name) AS "eventName", t.payload
        FROM svc.invocations i
        JOIN svc.workloads w ON w.id = i.workload_id
-       JOIN svc.triggers t ON t.id = w.trigger_id
+       LEFT JOIN svc.triggers t ON t.id = w.trigger_id
        LEFT JOIN svc.triggers o ON o.id = t.replay_of
       WHERE i.id = $1`,
     [invocationId],
@@ -71,7 +73,7 @@ export async function readFinishedRun(db: Queryable, invocationId: string): Prom
 }
 
 export interface NewEvalCase {
-  run: FinishedRun;
+  run: FinishedRun & { eventKind: string; eventSource: string; eventName: string };
   observed: Outcome;
   expected: Outcome;
   expectedResult: Record<string, unknown> | null;
@@ -122,21 +124,16 @@ export interface EvalCaseFilter {
 
 /** Newest first. */
 export async function listEvalCases(db: Queryable, filter: EvalCaseFilter = {}): Promise<EvalCase[]> {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  const add = (clause: (n: string) => string, value: unknown) => {
-    params.push(value);
-    where.push(clause(`$${params.length}`));
-  };
+  const conditions = new Conditions();
+  const add = conditions.add.bind(conditions);
   if (filter.pipeline) add((n) => `pipeline = ${n}`, filter.pipeline);
   if (filter.tag) add((n) => `${n} = ANY (tags)`, filter.tag);
   if (filter.expected) add((n) => `expected = ${n}`, filter.expected);
   if (filter.ids) add((n) => `id = ANY (${n}::text[])`, filter.ids);
-  params.push(Math.min(Math.max(filter.limit ?? 100, 1), 1000));
+  const limit = conditions.param(Math.min(Math.max(filter.limit ?? 100, 1), 1000));
   const { rows } = await db.query<EvalCase>(
-    `SELECT ${COLUMNS} FROM svc.eval_cases ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY created_at DESC, id LIMIT $${params.length}`,
-    params,
+    `SELECT ${COLUMNS} FROM svc.eval_cases ${conditions.where()} ORDER BY created_at DESC, id LIMIT ${limit}`,
+    conditions.params,
   );
   return rows;
 }

@@ -20,6 +20,16 @@ export interface VersionTargetStats {
 const FINISHED = "i.status IN ('completed', 'failed') AND i.finished_at IS NOT NULL";
 const DURATION_MS = "extract(epoch FROM i.finished_at - i.started_at) * 1000";
 
+/** Whether any run or curated case names the pipeline (one removed from the configuration keeps them). */
+export async function pipelineHasRecords(db: Queryable, pipeline: string): Promise<boolean> {
+  const { rows } = await db.query<{ found: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM svc.workloads WHERE pipeline = $1)
+         OR EXISTS (SELECT 1 FROM svc.eval_cases WHERE pipeline = $1) AS found`,
+    [pipeline],
+  );
+  return rows[0]?.found ?? false;
+}
+
 /** Per pipeline version × target, oldest version first; percentiles interpolate linearly. */
 export async function statsByVersionTarget(
   db: Queryable,

@@ -1,4 +1,5 @@
 import { newId } from "../shared/ids.ts";
+import { Conditions } from "./conditions.ts";
 import type { Queryable } from "./queryable.ts";
 
 /**
@@ -70,12 +71,8 @@ export interface NoteFilter {
 
 /** Newest first. */
 export async function listNotes(db: Queryable, filter: NoteFilter = {}): Promise<NoteRow[]> {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  const add = (clause: (n: string) => string, value: unknown) => {
-    params.push(value);
-    where.push(clause(`$${params.length}`));
-  };
+  const conditions = new Conditions();
+  const add = conditions.add.bind(conditions);
   if (filter.pipeline) add((n) => `pipeline = ${n}`, filter.pipeline);
   if (filter.agent) add((n) => `agent = ${n}`, filter.agent);
   if (filter.repo) add((n) => `repo = ${n}`, filter.repo);
@@ -84,11 +81,10 @@ export async function listNotes(db: Queryable, filter: NoteFilter = {}): Promise
     const pattern = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     add((n) => `(title ILIKE ${n} OR body ILIKE ${n} OR array_to_string(tags, ' ') ILIKE ${n})`, pattern);
   }
-  params.push(Math.min(Math.max(filter.limit ?? 50, 1), 500));
+  const limit = conditions.param(Math.min(Math.max(filter.limit ?? 50, 1), 500));
   const { rows } = await db.query<NoteRow>(
-    `SELECT ${COLUMNS} FROM svc.notes ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-      ORDER BY created_at DESC, id LIMIT $${params.length}`,
-    params,
+    `SELECT ${COLUMNS} FROM svc.notes ${conditions.where()} ORDER BY created_at DESC, id LIMIT ${limit}`,
+    conditions.params,
   );
   return rows;
 }

@@ -125,7 +125,11 @@ function operationOf(route: RouteSpec, parameters: string[]): Record<string, unk
       })),
     ],
     responses: {
-      [String(response?.status ?? 200)]: jsonResponse(response?.description ?? DEFAULT_RESPONSE, schema),
+      // a 204 carries no body, so it describes no content
+      [String(response?.status ?? 200)]:
+        response?.status === 204
+          ? { description: response.description }
+          : jsonResponse(response?.description ?? DEFAULT_RESPONSE, schema),
       "400": errorResponse("the request is invalid; the message names the fix"),
       "401": errorResponse("no valid token"),
       "403": errorResponse(`the token lacks the scope the route needs`),

@@ -74,6 +74,14 @@ const TRIGGER_FILTERS = {
   since: "an ISO time or a duration such as 2h",
 };
 
+/** What a team states about an eval case (POST /evals, PATCH /evals/:id). */
+const EVAL_CASE_FIELDS = {
+  expected: { enum: ["pass", "fail"] },
+  expectedResult: { type: ["object", "null"] },
+  notes: { type: "string" },
+  tags: { type: "array", items: { type: "string" } },
+};
+
 export const API_ROUTES: readonly RouteSpec[] = [
   {
     method: "GET",
@@ -290,13 +298,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     body: {
       type: "object",
       required: ["invocation", "expected"],
-      properties: {
-        invocation: { type: "string" },
-        expected: { enum: ["pass", "fail"] },
-        expectedResult: { type: ["object", "null"] },
-        notes: { type: "string" },
-        tags: { type: "array", items: { type: "string" } },
-      },
+      properties: { invocation: { type: "string" }, ...EVAL_CASE_FIELDS },
     },
   },
   {
@@ -368,12 +370,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     handler: patchEvalRoute,
     body: {
       type: "object",
-      properties: {
-        expected: { enum: ["pass", "fail"] },
-        expectedResult: { type: ["object", "null"] },
-        notes: { type: "string" },
-        tags: { type: "array", items: { type: "string" } },
-      },
+      properties: EVAL_CASE_FIELDS,
     },
   },
   {

@@ -3,6 +3,7 @@ import { paginateRest } from "@octokit/plugin-paginate-rest";
 import { retry } from "@octokit/plugin-retry";
 import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
+import { octokitLog } from "../../shared/octokit-log.ts";
 import { ApiError } from "../api/errors.ts";
 
 /**
@@ -92,19 +93,13 @@ function open(deps: Parameters<typeof codehostReads>[0]): { octokit: ReadingClie
       `daemon.yaml sets no ${codehost ? "codehost.token" : "codehost block"}; add codehost.apiUrl and codehost.token (the default identity) and restart the daemon to read repositories`,
     );
   const token = deps.resolveSecret(codehost.token);
-  const { logger } = deps;
   const octokit = new ReadingOctokit({
     auth: token,
     baseUrl: codehost.apiUrl.replace(/\/+$/, ""),
     userAgent: "svc-repos",
-    retry: { doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451] },
-    // Octokit's own warnings go to our JSON log, never to the console
-    log: {
-      debug: () => {},
-      info: () => {},
-      warn: (message: string) => logger.warn(message, { event: "repos.codehost_warning" }),
-      error: (message: string) => logger.warn(message, { event: "repos.codehost_error" }),
-    },
+    // two retries of a 5xx (about 5 s of back-off) stay inside the CLI's 15 s request time-out
+    retry: { retries: 2, doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451] },
+    log: octokitLog(deps.logger, "repos"),
   });
   return { octokit, token };
 }

@@ -2,6 +2,7 @@ import { Octokit } from "@octokit/core";
 import { retry } from "@octokit/plugin-retry";
 import { throttling } from "@octokit/plugin-throttling";
 import type { Logger } from "../../shared/logger.ts";
+import { octokitLog } from "../../shared/octokit-log.ts";
 import { PublishError, redact } from "./attempt.ts";
 import type { Remote } from "./delivery.ts";
 import { hasMarker } from "./render.ts";
@@ -40,13 +41,7 @@ export function codehostClient(options: { apiUrl: string; token: string; logger:
     userAgent: "svc-outputs",
     throttle: { onRateLimit: onLimit, onSecondaryRateLimit: onLimit },
     retry: { doNotRetry: [400, 401, 403, 404, 410, 422, 429, 451] },
-    // Octokit's own warnings go to our JSON log, never to the console
-    log: {
-      debug: () => {},
-      info: () => {},
-      warn: (message: string) => logger.warn(message, { event: "output.codehost_warning" }),
-      error: (message: string) => logger.warn(message, { event: "output.codehost_error" }),
-    },
+    log: octokitLog(logger, "output"),
   });
 }
 

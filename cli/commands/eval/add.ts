@@ -24,7 +24,12 @@ export default class EvalAdd extends Command {
       required: true,
     }),
     note: Flags.string({ description: "free text kept with the case", helpValue: "<text>" }),
-    tag: Flags.string({ description: "a tag (repeatable)", multiple: true, helpValue: "<tag>" }),
+    tag: Flags.string({
+      description: "a tag (repeatable)",
+      multiple: true,
+      multipleNonGreedy: true,
+      helpValue: "<tag>",
+    }),
     "expect-result": Flags.string({
       description: "a JSON object of result fields the run must return to pass",
       helpValue: "<json>",

@@ -30,7 +30,12 @@ export default class EvalRun extends Command {
       required: true,
       helpValue: "<name>",
     }),
-    case: Flags.string({ description: "an eval case id (repeatable)", multiple: true, helpValue: "<evc_…>" }),
+    case: Flags.string({
+      description: "an eval case id (repeatable)",
+      multiple: true,
+      multipleNonGreedy: true,
+      helpValue: "<evc_…>",
+    }),
     tag: Flags.string({ description: "only cases with this tag", helpValue: "<tag>" }),
   };
 

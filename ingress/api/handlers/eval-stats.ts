@@ -1,7 +1,12 @@
-import { listEvalRuns, readCohort, statsByVersionTarget } from "../../../db/eval-stats.ts";
+import {
+  listEvalRuns,
+  pipelineHasRecords,
+  readCohort,
+  statsByVersionTarget,
+} from "../../../db/eval-stats.ts";
 import { compareCohorts, outcomeOf, parseCohort, rate } from "../../evals/compare.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
-import { badRequest } from "../errors.ts";
+import { badRequest, notFound } from "../errors.ts";
 import { querySince, queryString } from "../input.ts";
 
 /**
@@ -9,11 +14,12 @@ import { querySince, queryString } from "../input.ts";
  * agreed with curated expectations, and the comparison of two cohorts.
  */
 
-function pipelineParam(ctx: RouteContext): string {
+async function pipelineParam(ctx: RouteContext): Promise<string> {
   const name = queryString(ctx.req, "pipeline");
   if (!name) throw badRequest('query parameter "pipeline" (a pipeline name) is required');
   // a pipeline removed from the configuration still has its recorded runs to compare
-  return ctx.deps.config.pipelines[name]?.name ?? name;
+  if (ctx.deps.config.pipelines[name] || (await pipelineHasRecords(ctx.deps.pool, name))) return name;
+  throw notFound("pipeline");
 }
 
 /**
@@ -23,7 +29,7 @@ function pipelineParam(ctx: RouteContext): string {
  * each eval run's replays against the same cases' expectations.
  */
 export async function evalStatsRoute(ctx: RouteContext): Promise<Reply> {
-  const pipeline = pipelineParam(ctx);
+  const pipeline = await pipelineParam(ctx);
   const since = querySince(ctx.req);
   const rows = await statsByVersionTarget(ctx.deps.pool, { pipeline, ...(since ? { since } : {}) });
   const cases = await readCohort(ctx.deps.pool, pipeline, { kind: "cases" });
@@ -62,7 +68,7 @@ function agreement(runs: Awaited<ReturnType<typeof readCohort>>) {
  * for the cohort forms, the tests and when the answer is "too small to conclude").
  */
 export async function compareEvalsRoute(ctx: RouteContext): Promise<Reply> {
-  const pipeline = pipelineParam(ctx);
+  const pipeline = await pipelineParam(ctx);
   const cohorts = (["a", "b"] as const).map((name) => {
     const text = queryString(ctx.req, name);
     if (!text) throw badRequest(`query parameter "${name}" (a cohort such as version:1.2.0) is required`);

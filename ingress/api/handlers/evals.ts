@@ -66,8 +66,14 @@ export async function createEvalRoute(ctx: RouteContext): Promise<Reply> {
       "invocation_not_finished",
       `invocation ${run.invocationId} is ${run.status}; only a completed or failed run can become an eval case`,
     );
+  const { eventKind, eventSource, eventName } = run;
+  if (eventKind === null || eventSource === null || eventName === null)
+    throw conflict(
+      "invocation_without_event",
+      `invocation ${run.invocationId} was submitted to a workload, not fired by an event, so there is no event to replay; curate a triggered run`,
+    );
   const created = await insertEvalCase(ctx.deps.pool, {
-    run,
+    run: { ...run, eventKind, eventSource, eventName },
     observed: run.status === "completed" ? "pass" : "fail",
     expected,
     expectedResult: body.expectedResult === undefined ? null : expectedResult(body.expectedResult),

@@ -103,6 +103,35 @@ describe("svc eval", () => {
     expect(refused.stderr).toContain('"a" must be a cohort such as version:1.2.0');
   });
 
+  it("show, edit and delete a case", async () => {
+    const { evals } = JSON.parse(ok(await svc(["eval", "list", "--json"], env())).stdout);
+    const id = evals[0].id as string;
+    const edited = ok(
+      await svc(
+        ["eval", "edit", id, "--expect", "fail", "--expect-result", '{"summary":"ok"}', "--tag", "edge"],
+        env(),
+      ),
+    );
+    expect(edited.stdout).toContain('expected:  fail with {"summary":"ok"}');
+    expect(edited.stdout).toContain("tags:      edge");
+    const shown = ok(await svc(["eval", "show", id], env()));
+    expect(shown.stdout).toContain(`run:       ${invocation}, webhook deploy-hook from deploy-hook`);
+    const nothing = await svc(["eval", "edit", id], env());
+    expect(nothing.code).toBe(2);
+    expect(nothing.stderr).toContain("nothing to change");
+    // put the case back as the next test expects it
+    ok(
+      await svc(["eval", "edit", id, "--expect", "pass", "--expect-result", "null", "--tag", "smoke"], env()),
+    );
+    const spare = JSON.parse(
+      ok(await svc(["eval", "add", invocation, "--expect", "fail", "--json"], env())).stdout,
+    ).eval.id;
+    expect(ok(await svc(["eval", "delete", spare], env())).stdout).toBe(`deleted ${spare}\n`);
+    const again = await svc(["eval", "delete", spare], env());
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("no such eval case");
+  });
+
   it("run replays the curated cases and prints the compare command; --json answers the eval run", async () => {
     const run = JSON.parse(
       ok(await svc(["eval", "run", "--pipeline", "plain", "--tag", "smoke", "--json"], env())).stdout,
@@ -123,6 +152,9 @@ describe("help", () => {
     ["eval", "stats"],
     ["eval", "compare"],
     ["eval", "run"],
+    ["eval", "show"],
+    ["eval", "edit"],
+    ["eval", "delete"],
   ]) {
     it(`svc ${command.join(" ")} --help shows a description and examples`, async () => {
       const run = ok(await svc([...command, "--help"], { HOME: home }));

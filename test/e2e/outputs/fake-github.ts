@@ -29,6 +29,8 @@ export interface FakeGitHub {
   files: Map<string, { filename: string; status: string; patch?: string }[]>;
   /** the next POST to a path ending like this is stored, then answered 502 (the answer is lost) */
   loseAnswerOnce(pathSuffix: string): void;
+  /** the next request to a path ending like this answers 502 without doing anything */
+  failOnce(pathSuffix: string): void;
   /** every later request is refused as over the primary rate limit until the reset an hour on */
   exhaustRateLimit(): void;
   close(): Promise<void>;
@@ -69,6 +71,7 @@ export async function startFakeGitHub(options: {
 }): Promise<FakeGitHub> {
   let nextId = 1000;
   const lose = new Set<string>();
+  const fail = new Set<string>();
   const rate = { used: 0, reset: Math.floor(Date.now() / 1000) + 3600 };
   const state = {
     requests: [] as Recorded[],
@@ -91,6 +94,12 @@ export async function startFakeGitHub(options: {
     const token = /^(?:token|bearer) (.+)$/i.exec(authorization ?? "")?.[1];
     const login = token ? options.users[token] : undefined;
     if (!login) return send(res, 401, { message: "Bad credentials", documentation_url: DOCS, status: "401" });
+    for (const entry of fail) {
+      if (url.pathname.endsWith(entry)) {
+        fail.delete(entry);
+        return send(res, 502, { message: "Server Error" });
+      }
+    }
     rate.used += 1;
     const limits = {
       "x-ratelimit-limit": String(RATE_LIMIT),
@@ -272,6 +281,7 @@ export async function startFakeGitHub(options: {
     url: base,
     ...state,
     loseAnswerOnce: (suffix) => lose.add(suffix),
+    failOnce: (suffix) => fail.add(suffix),
     exhaustRateLimit: () => {
       rate.used = RATE_LIMIT;
     },

@@ -1,8 +1,4 @@
-import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import {
   type ApiHarness,
@@ -12,26 +8,21 @@ import {
   tokensBlock,
 } from "../../integration/api/support.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { hasChromium, launchChromium, warnWithoutChromium } from "./support.ts";
 
 /**
  * /ui/evals in a real browser (Debian's Chromium through playwright-core): the comparison table of
  * two versions, the server-drawn SVG chart, and a curated case whose note is a script tag, shown
  * as text. Where /usr/bin/chromium is absent the file is skipped and says so.
- * `SVC_SCREENSHOT=docs/evals-page.png` also saves a screenshot.
+ * `SVC_SCREENSHOT=docs/evals-page.png` also saves the screenshot docs/evals.md shows.
  */
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(
-    `SKIPPED test/e2e/ui/evals-page.test.ts: no browser at ${CHROMIUM} (install it with \`apt-get install -y chromium\`)`,
-  );
-}
+warnWithoutChromium("test/e2e/ui/evals-page.test.ts");
 const HOSTILE_NOTE = "<script>alert('evals')</script> & \"quoted\"";
 
 let db: TestDatabase;
 let api: ApiHarness;
 let browser: BrowserContext;
-let profile: string;
+let closeBrowser: (() => Promise<void>) | undefined;
 
 /** `runs` finished runs of pipeline plain at `version`, the first `completed` of them completed, `daysAgo` days back. */
 async function seedVersion(
@@ -70,26 +61,11 @@ beforeAll(async () => {
     body: { invocation: first, expected: "pass", notes: HOSTILE_NOTE, tags: ["smoke"] },
   });
   expect(curated.status).toBe(201);
-  profile = await mkdtemp(join(tmpdir(), "svc-chromium-"));
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    viewport: { width: 1200, height: 900 },
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  ({ browser, close: closeBrowser } = await launchChromium());
 });
 
 afterAll(async () => {
-  await browser?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
+  await closeBrowser?.();
   await api?.close();
   await db?.drop();
 });

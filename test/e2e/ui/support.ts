@@ -1,6 +1,11 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type pg from "pg";
+import { type BrowserContext, chromium } from "playwright-core";
 import { newId } from "../../../shared/ids.ts";
-import { seedLineage } from "../../integration/api/support.ts";
+import { seedLineage, VIA_PROXY } from "../../integration/api/support.ts";
 
 export const XSS_PAYLOAD = { title: "<script>alert(1)</script>", note: `"quoted" & 'single'` };
 
@@ -41,4 +46,45 @@ export async function seedRuns(pool: pg.Pool) {
     [xss, JSON.stringify(XSS_PAYLOAD)],
   );
   return { done, failed, xss };
+}
+
+/** Debian's Chromium, driven by playwright-core; a browser test file is skipped where it is absent. */
+export const CHROMIUM = "/usr/bin/chromium";
+export const hasChromium = existsSync(CHROMIUM);
+
+/** Says (once per file) that `file` is skipped and how to install the browser. */
+export function warnWithoutChromium(file: string): void {
+  if (!hasChromium)
+    console.warn(
+      `SKIPPED ${file}: no browser at ${CHROMIUM} (install it with \`apt-get install -y chromium\`)`,
+    );
+}
+
+/** A headless Chromium with a new, empty profile; `close` ends it and removes the profile. */
+export async function launchChromium(): Promise<{ browser: BrowserContext; close(): Promise<void> }> {
+  const profile = await mkdtemp(join(tmpdir(), "svc-chromium-"));
+  // a persistent context is how playwright takes a --user-data-dir: a new, empty one per run
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    viewport: { width: 1200, height: 900 },
+    // a browser reaches the pages through the reverse proxy; on bare loopback it would need no token
+    extraHTTPHeaders: VIA_PROXY,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  return {
+    browser,
+    close: async () => {
+      await browser.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
 }

@@ -1,36 +1,20 @@
-import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import {
-  type ApiHarness,
-  apiConfig,
-  startApi,
-  tokensBlock,
-  VIA_PROXY,
-} from "../../integration/api/support.ts";
+import { type ApiHarness, apiConfig, startApi, tokensBlock } from "../../integration/api/support.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
-import { seedRuns, XSS_PAYLOAD } from "./support.ts";
+import { hasChromium, launchChromium, seedRuns, warnWithoutChromium, XSS_PAYLOAD } from "./support.ts";
 
 /**
  * The trace pages in a real browser: Debian's Chromium driven by playwright-core. Where
  * /usr/bin/chromium is absent the file is skipped and says so. `SVC_SCREENSHOT=docs/trace-page.png`
  * also saves the screenshot the README shows.
  */
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(
-    `SKIPPED test/e2e/ui/trace-page.test.ts: no browser at ${CHROMIUM} (install it with \`apt-get install -y chromium\`)`,
-  );
-}
+warnWithoutChromium("test/e2e/ui/trace-page.test.ts");
 
 let db: TestDatabase;
 let api: ApiHarness;
 let browser: BrowserContext;
-let profile: string;
+let closeBrowser: (() => Promise<void>) | undefined;
 let runs: Awaited<ReturnType<typeof seedRuns>>;
 
 beforeAll(async () => {
@@ -38,29 +22,11 @@ beforeAll(async () => {
   db = await createTestDatabase(inject("adminDatabaseUrl"));
   api = await startApi(db.url, apiConfig({ tokens: tokensBlock({ reader: ["triggers:read"] }) }));
   runs = await seedRuns(api.pool);
-  profile = await mkdtemp(join(tmpdir(), "svc-chromium-"));
-  // a persistent context is how playwright takes a --user-data-dir: a new, empty one per run
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    viewport: { width: 1200, height: 900 },
-    // a browser reaches the pages through the reverse proxy; on bare loopback it would need no token
-    extraHTTPHeaders: VIA_PROXY,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  ({ browser, close: closeBrowser } = await launchChromium());
 });
 
 afterAll(async () => {
-  await browser?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
+  await closeBrowser?.();
   await api?.close();
   await db?.drop();
 });

@@ -164,6 +164,16 @@ describe("GET /repos/:owner/:name/pulls", () => {
     expect(body.pulls.find((pull: { number: number }) => pull.number === 3).pipelines).toEqual([]);
   });
 
+  it("retries a 5xx of the code host (Octokit's retry) and answers as if nothing happened", async () => {
+    github.failOnce(`/repos/${HELLO}/pulls`);
+    const before = github.requests.length;
+    const { status, body } = await get(`/repos/${HELLO}/pulls`);
+    expect(status).toBe(200);
+    expect(body.pulls).toHaveLength(150);
+    // the failed page, its retry and the second page
+    expect(github.requests.length - before).toBe(3);
+  });
+
   it("answers 404 for a repository daemon.yaml does not configure, without asking the code host", async () => {
     const before = github.requests.length;
     const { status, body } = await get("/repos/someone/else/pulls");
