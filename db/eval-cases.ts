@@ -59,7 +59,7 @@ export async function readFinishedRun(db: Queryable, invocationId: string): Prom
   const { rows } = await db.query<FinishedRun>(
     `SELECT i.id AS "invocationId", i.status, w.pipeline, w.pipeline_version AS "pipelineVersion", i.target,
             i.diagnostic->>'code' AS code,
-            extract(epoch FROM i.finished_at - i.started_at) * 1000 AS "durationMs", i.result,
+            (extract(epoch FROM i.finished_at - i.started_at) * 1000)::float8 AS "durationMs", i.result,
             coalesce(o.kind, t.kind) AS "eventKind", coalesce(o.source, t.source) AS "eventSource",
             coalesce(o.event_name, t.event_name) AS "eventName", t.payload
        FROM svc.invocations i
