@@ -20,7 +20,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import http from "node:http";
 import { createServer } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -29,8 +29,8 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
-import { startEmbeddedPostgres } from "../db/embedded.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
+import { database } from "./support/database.ts";
 import { cpuMs } from "./support/proc-cpu.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "svc.js");
@@ -99,39 +99,6 @@ async function stopRole(child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
   await exited;
-}
-
-async function database(): Promise<{ url: string; drop: () => Promise<void> }> {
-  let adminUrl = process.env.SVC_TEST_DATABASE_URL ?? process.env.SVC_DATABASE_URL;
-  let stopEmbedded: (() => Promise<void>) | undefined;
-  let embeddedDir: string | undefined;
-  if (!adminUrl) {
-    embeddedDir = await mkdtemp(join(tmpdir(), "svc-bench-pg-"));
-    await chmod(embeddedDir, 0o755);
-    const embedded = await startEmbeddedPostgres({ dataDir: join(embeddedDir, "postgres") });
-    adminUrl = embedded.url;
-    stopEmbedded = embedded.stop;
-  }
-  const name = `svc_bench_${randomBytes(4).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE "${name}"`);
-  // the writes of a benchmark that ran before this one are flushed now, not during the samples
-  await admin.query("CHECKPOINT").catch(() => {});
-  await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await client.end();
-      if (stopEmbedded) await stopEmbedded();
-      if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
-    },
-  };
 }
 
 /**
