@@ -1,6 +1,11 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { checkAccepted, printLine, summary, timed, waitForQuiet } from "./support/accounting.ts";
 import { drillEnv, SECRETS } from "./support/config.ts";
+import { heapCensus, heapGrowth, heapSnapshotEnv, takeHeapSnapshot, totalBytes } from "./support/heap.ts";
 import {
   bearerRequest,
   codehostRequest,
@@ -11,12 +16,13 @@ import {
   trackerRequest,
   type WebhookRequest,
 } from "./support/load.ts";
-import { rssKib, startIngress, startWorker } from "./support/processes.ts";
+import { rssKib, type SvcProcess, startIngress, startWorker } from "./support/processes.ts";
 import { startReverseProxy } from "./support/proxy.ts";
 import { useDrillStack } from "./support/stack.ts";
 
 const DRILL = "soak";
-const SECONDS = Number(process.env.SVC_SOAK_SECONDS ?? 300);
+/** 300 s in `npm run drills`; SVC_DRILL_SOAK_SECONDS=1800 is the release check's 30-minute soak */
+const SECONDS = Number(process.env.SVC_DRILL_SOAK_SECONDS ?? process.env.SVC_SOAK_SECONDS ?? 300);
 const RATE = Number(process.env.SVC_SOAK_RATE ?? 25);
 const SAMPLE_MS = 5_000;
 /** the first part of the soak warms caches, JIT and pools up; it is not judged */
@@ -27,6 +33,18 @@ const WARMUP_FRACTION = 0.2;
  */
 const MAX_GROWTH_FRACTION = 0.2;
 const MAX_GROWTH_KIB = 24 * 1024;
+/**
+ * Heap snapshots of the workers (long soaks, or SVC_DRILL_HEAP_SNAPSHOTS=1): one during the warm-up,
+ * so the snapshot's own memory is settled before RSS is judged, and one once everything drained.
+ */
+const SNAPSHOTS = process.env.SVC_DRILL_HEAP_SNAPSHOTS
+  ? process.env.SVC_DRILL_HEAP_SNAPSHOTS === "1"
+  : SECONDS >= 600;
+const SNAPSHOT_AT_FRACTION = 0.1;
+/** a kind of object retained this many more times per completed run is a leak */
+const MAX_RETAINED_PER_RUN = 0.5;
+/** V8's compiled code and its internal metadata grow while the JIT warms up, whatever the runs do */
+const NOT_JUDGED = new Set(["code", "hidden"]);
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -45,6 +63,23 @@ function slopeMibPerMinute(samples: { t: number; kib: number }[]): number {
   return den === 0 ? 0 : (num / den / 1024) * 60_000;
 }
 
+/** Snapshots every worker's heap, with the number of runs it completed so far. */
+async function snapshotWorkers(
+  pool: pg.Pool,
+  workers: SvcProcess[],
+  dir: string,
+): Promise<{ path: string; runs: number }[]> {
+  const taken = [];
+  for (const worker of workers) {
+    const { rows } = await pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM svc.invocations WHERE status = 'completed' AND worker_id LIKE $1",
+      [`%:${worker.pid}:%`],
+    );
+    taken.push({ path: await takeHeapSnapshot(worker.pid, dir), runs: rows[0]!.n });
+  }
+  return taken;
+}
+
 describe(`drill: a ${SECONDS} s soak at ${RATE} webhooks per second`, () => {
   const stack = useDrillStack({ concurrency: 4 });
 
@@ -56,7 +91,11 @@ describe(`drill: a ${SECONDS} s soak at ${RATE} webhooks per second`, () => {
       const a = await startIngress("ingress-a", env);
       const b = await startIngress("ingress-b", env);
       processes.push(a, b);
-      for (const name of ["worker-a", "worker-b"]) processes.push(await startWorker(name, env));
+      const snapshotDir = await mkdtemp(join(tmpdir(), "svc-drill-heap-"));
+      const workers: SvcProcess[] = [];
+      for (const name of ["worker-a", "worker-b"])
+        workers.push(await startWorker(name, { ...env, ...(SNAPSHOTS ? heapSnapshotEnv(snapshotDir) : {}) }));
+      processes.push(...workers);
       const proxy = await startReverseProxy([a.url, b.url]);
       stack.proxy = proxy;
 
@@ -70,6 +109,11 @@ describe(`drill: a ${SECONDS} s soak at ${RATE} webhooks per second`, () => {
       };
       await sample();
       const sampler = setInterval(() => void sample(), SAMPLE_MS);
+      const firstSnapshots = SNAPSHOTS
+        ? new Promise((resolve) => setTimeout(resolve, SECONDS * 1000 * SNAPSHOT_AT_FRACTION)).then(() =>
+            snapshotWorkers(pool, workers, snapshotDir),
+          )
+        : undefined;
 
       // a steady mix: firing and quiet bearer hooks, codehost pushes, tracker issues
       let firing = 0;
@@ -140,6 +184,35 @@ describe(`drill: a ${SECONDS} s soak at ${RATE} webhooks per second`, () => {
         180_000,
         processes.filter((p) => p.role === "worker"),
       );
+      const leaks: string[] = [];
+      if (firstSnapshots) {
+        const first = await firstSnapshots;
+        const last = await snapshotWorkers(pool, workers, snapshotDir);
+        for (const [i, worker] of workers.entries()) {
+          const runs = last[i]!.runs - first[i]!.runs;
+          const before = await heapCensus(first[i]!.path);
+          const after = await heapCensus(last[i]!.path);
+          const growth = heapGrowth(before, after, runs);
+          printLine(DRILL, `heap ${worker.name}`, {
+            runs_between_snapshots: runs,
+            heap_mib_before: (totalBytes(before) / 2 ** 20).toFixed(1),
+            heap_mib_after: (totalBytes(after) / 2 ** 20).toFixed(1),
+            snapshots: [first[i]!.path, last[i]!.path],
+          });
+          for (const g of growth) {
+            printLine(DRILL, `heap ${worker.name} grew`, {
+              kind: g.kind,
+              before: g.countBefore,
+              after: g.countAfter,
+              after_kib: (g.bytesAfter / 1024).toFixed(0),
+              per_run: g.perRun.toFixed(3),
+            });
+            if (g.perRun > MAX_RETAINED_PER_RUN && !NOT_JUDGED.has(g.kind))
+              leaks.push(`${worker.name} ${g.kind} +${g.perRun.toFixed(2)}/run`);
+          }
+        }
+      }
+      await rm(snapshotDir, { recursive: true, force: true });
       const ids = outcomes
         .filter((o): o is Extract<Outcome, { status: number }> => isStatus(o, 202))
         .map((o) => o.trigger!);
@@ -168,6 +241,7 @@ describe(`drill: a ${SECONDS} s soak at ${RATE} webhooks per second`, () => {
       expect(quiet.invocations).toBe(firing);
       expect(quiet.invocationsByStatus).toEqual({ completed: firing });
       for (const p of processes) expect(p.alive(), `${p.name} still running`).toBe(true);
+      expect(leaks, "objects retained in proportion to the runs").toEqual([]);
       for (const [name, { end, limit }] of Object.entries(judged)) {
         expect(end, `${name}: RSS grew from the first to the last third of the soak`).toBeLessThanOrEqual(
           limit,
