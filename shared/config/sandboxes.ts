@@ -64,11 +64,11 @@ export function readSandboxes(f: ConfigFile, root: YamlMap, env: NodeJS.ProcessE
       `"sandboxes.user" must be a numeric non-root <uid>:<gid> such as 1000:1000 (got ${quote(user)}) - a sandbox never runs as root`,
     );
   const mcpUrl = str(f, raw, "mcp_url", path);
-  if (mcpUrl && !/^https?:\/\/[^/]/.test(mcpUrl))
+  if (mcpUrl && !/^https?:\/\/[^/].*\/mcp$/.test(mcpUrl))
     f.report(
       [...path, "mcp_url"],
       "invalid_value",
-      `"sandboxes.mcp_url" must be an http(s) URL such as http://svc-ingress:7420/mcp (got ${quote(mcpUrl)})`,
+      `"sandboxes.mcp_url" must be the http(s) URL of the daemon's /mcp endpoint as a container reaches it, such as http://svc-ingress:7420/mcp (got ${quote(mcpUrl)})`,
     );
   const registryAuth = readRegistryAuth(f, raw, path);
   return {
