@@ -251,3 +251,12 @@ export async function failLostInvocation(db: Queryable, id: string, diagnostic: 
     [id, JSON.stringify(diagnostic)],
   );
 }
+
+/** Of `ids`, the runs still `running`, each with the worker that holds it (the container sweeper keeps only those). */
+export async function runningInvocationWorkers(db: Queryable, ids: string[]): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ id: string; worker_id: string }>(
+    "SELECT id, worker_id FROM svc.invocations WHERE id = ANY($1) AND status = 'running'",
+    [ids],
+  );
+  return new Map(rows.map((row) => [row.id, row.worker_id]));
+}

@@ -19,6 +19,11 @@ export const DIAGNOSTIC_CODES = {
   agent_failed: "the agent process failed",
   output_failed: "publishing an output failed",
   cancelled: "the invocation was cancelled",
+  sandbox_image_missing:
+    "the pipeline's sandbox image is not on the container engine (run `svc image pull`), or making its variant failed",
+  sandbox_engine_unreachable:
+    "the container engine at sandboxes.engine.socket (or DOCKER_HOST) did not answer",
+  sandbox_start_failed: "the container engine refused to create or start the run's sandbox container",
 } as const;
 
 export type DiagnosticCode = keyof typeof DIAGNOSTIC_CODES;

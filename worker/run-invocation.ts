@@ -16,6 +16,7 @@ import { publishOutputs } from "./outputs/publish.ts";
 import { runProcessTree } from "./process-tree.ts";
 import { checkResult } from "./result-check.ts";
 import { runAgentOnTargets } from "./run-agent.ts";
+import { withRunSandbox } from "./sandbox/run.ts";
 import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
 import { CheckoutError, prepareWorkspace, type Workspace } from "./workspace.ts";
 
@@ -67,11 +68,16 @@ export interface RunState {
   seq: number;
 }
 
+/** One run: its phases, in its sandbox when the pipeline declares one (worker/sandbox/run.ts). */
+export function runInvocation(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
+  return withRunSandbox(deps, input, runPhases);
+}
+
 /**
  * The phases of one run, in order: resolve the event → prepare the workspace → setup steps (with the
  * knowledge retrieval beside them) → agent on the pipeline's targets → result check. Each phase returns how the run ended if it ended there.
  */
-export async function runInvocation(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
+async function runPhases(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
   const event = await resolveRunEvent(deps, input);
   // an open circuit breaker holds the run; the pipeline's own events are not answered (docs/outputs.md)
   const gate = await runGate(deps, input.pipeline, input.invocationId, event);

@@ -3,6 +3,7 @@ import type { CoolingProbe } from "./credentials/probe.ts";
 import type { DrainSwitch } from "./drain-switch.ts";
 import { type ReaperDeps, reapStaleInvocations } from "./reaper.ts";
 import { sweepWorkspaces } from "./retention.ts";
+import { sweepSandboxContainers } from "./sandbox/sweep.ts";
 
 export interface SweeperDeps extends ReaperDeps {
   drain: DrainSwitch;
@@ -19,7 +20,8 @@ const DRAIN_CHECK_MS = 1_000;
 
 /**
  * The worker's background duties, off the claim path, each on its own timer: reconcile runs whose
- * worker was lost or whose job is missing (reaper.ts), read the drain switch, probe cooling
+ * worker was lost or whose job is missing (reaper.ts), remove sandbox containers no run owns
+ * (sandbox/sweep.ts, only when a pipeline runs sandboxed), read the drain switch, probe cooling
  * credentials, and apply the retention tiers. A failed round is logged and tried again on the next
  * tick. Returns the function that stops them.
  */
@@ -46,6 +48,10 @@ export function startSweeper(deps: SweeperDeps): () => void {
     ),
     setInterval(sweep, deps.sweepIntervalMs),
   ];
+  if (Object.values(deps.config.pipelines).some((pipeline) => pipeline.sandbox)) {
+    const containers = background("sandbox_sweep", () => sweepSandboxContainers(deps.pool, deps.config));
+    timers.push(setInterval(containers, deps.reapIntervalMs));
+  }
   sweep();
   return () => {
     for (const timer of timers) clearInterval(timer);

@@ -40,7 +40,10 @@ export const CONFIG_CODES = {
   output_config_refused: "a handler of the code-host family was given a `config` block",
   env_reserved: "a pipeline `env` name starts with the reserved `SVC_` prefix",
   setup_template: "a setup step uses a `{{ ... }}` placeholder",
-  mount_refused: "a sandbox mount shares a code-host CLI configuration directory while principals are set",
+  mount_refused:
+    "a sandbox mount shares a code-host CLI configuration directory while principals are set, or the container engine's socket",
+  unknown_image_variant:
+    "a `sandbox.image` names an `agent:<variant>` that `sandboxes.images` does not define",
   unknown_scope: "a token scope outside the vocabulary: the token is refused everywhere",
   duplicate_name: "two entries share a name that must be unique",
   name_mismatch: "a frontmatter `name` differs from the file or directory name",

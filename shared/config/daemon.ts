@@ -19,6 +19,7 @@ import {
   strList,
   type YamlMap,
 } from "./read.ts";
+import { readSandboxes } from "./sandboxes.ts";
 import { secretSource } from "./secrets.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
 import type {
@@ -76,10 +77,10 @@ const TOP_LEVEL = [
   "workspaces",
   "metrics",
   "log",
+  "sandboxes",
   // containers of removed keys only: their removed children are reported, the rest is ignored
   "defaults",
   "lifecycle",
-  "sandboxes",
   "agents",
   "orchestrator",
   "tracing",
@@ -174,6 +175,7 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
     auth: readAuth(f, root),
     worker: readWorker(f, root),
     workspaces: readWorkspaces(f, root),
+    sandboxes: readSandboxes(f, root, env),
     ...(root.metrics !== undefined ? { metrics: readMetrics(f, root) } : {}),
     ...withLog(readLog(f, root)),
   };

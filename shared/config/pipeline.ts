@@ -9,6 +9,7 @@ import {
 import { checkPublishingIdentities } from "./outputs.ts";
 import { bool, checkKeys, isMapping, mapping, oneOf, quote, str, strList, type YamlMap } from "./read.ts";
 import { REMOVED_VALUES, reportRemovedKeys } from "./removed-keys.ts";
+import { checkSandboxReferences, readPipelineSandbox } from "./sandboxes.ts";
 import { readSchedules } from "./schedule.ts";
 import { isSemVer } from "./semver.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
@@ -65,8 +66,6 @@ const PIPELINE_KEYS = [
 const PRINCIPAL_ID = /^[A-Za-z0-9_-]+\.principal\.[A-Za-z0-9_.:-]+$/;
 const REPO_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 const TEMPLATE = /\{\{[\s\S]*?\}\}/;
-// the code-host CLIs keep their login here; sharing it would let a run act as the host's own account
-const CODEHOST_CLI_DIRS = /(^|\/)\.config\/(gh|glab-cli|hub)(\/|$)|(^|\/)\.(gh|glab)(\/|$)/;
 
 /** What one pipeline file says on its own; references to other files are checked by `resolvePipeline`. */
 export interface PipelineDraft extends Omit<Pipeline, "version"> {
@@ -120,7 +119,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const targets = readTargets(f, root);
   const orchestrator = readOrchestrator(f, root);
   const knowledge = readKnowledge(f, root);
-  const sandbox = readSandbox(f, root, Object.keys(principals).length > 0);
+  const sandbox = readPipelineSandbox(f, root, Object.keys(principals).length > 0);
   const tools = readPipelineTools(f, root);
   const agentAccess = readAgentAccess(f, root);
 
@@ -454,27 +453,6 @@ function readKnowledge(f: ConfigFile, root: YamlMap): Pipeline["knowledge"] {
   return delivery ? { method, delivery } : { method };
 }
 
-function readSandbox(f: ConfigFile, root: YamlMap, hasPrincipals: boolean): Pipeline["sandbox"] {
-  if (root.sandbox == null) return undefined;
-  const raw = mapping(f, root.sandbox, ["sandbox"], " such as { mounts: [...] }");
-  if (!raw) return undefined;
-  checkKeys(f, raw, ["sandbox"], ["mounts"]);
-  const mounts = strList(f, raw, "mounts", ["sandbox"]) ?? [];
-  if (hasPrincipals) {
-    mounts.forEach((mount, index) => {
-      const sides = mount.split(":").slice(0, 2);
-      if (sides.some((side) => CODEHOST_CLI_DIRS.test(side.replace(/^~/, "")))) {
-        f.report(
-          ["sandbox", "mounts", index],
-          "mount_refused",
-          `"sandbox.mounts[${index}]" mounts a shared code-host CLI configuration directory, which is refused when "principals" are configured - remove the mount; the run acts through its principal`,
-        );
-      }
-    });
-  }
-  return { mounts };
-}
-
 /** What a pipeline's references are checked against. */
 export interface PipelineContext {
   daemon: DaemonSettings;
@@ -588,6 +566,7 @@ function checkDaemonReferences(f: ConfigFile, draft: PipelineDraft, ctx: Pipelin
   if (draft.orchestrator) checkTargets(draft.orchestrator.targets, ["orchestrator", "targets"]);
   checkTriggerSources(f, draft, ctx.daemon);
   checkPipelineTools(f, draft.tools ?? [], ctx.daemon.hostTools);
+  if (draft.sandbox && ctx.daemon.sandboxes) checkSandboxReferences(f, draft.sandbox, ctx.daemon.sandboxes);
   for (const [key, binding] of Object.entries(draft.outputs)) {
     if (binding.config && !ctx.declared.bots.has(binding.config.bot)) {
       f.report(

@@ -70,6 +70,44 @@ export interface AgentCliTarget {
 
 export type Target = CommandTarget | OpenAiTarget | AgentCliTarget;
 
+/** One `sandbox.mounts` entry, `<host>:<container>[:ro|rw]`, both paths absolute. */
+export interface SandboxMount {
+  host: string;
+  container: string;
+  readOnly: boolean;
+}
+
+export interface PipelineSandbox {
+  /** `agent:default`, `studio:default` or `agent:<variant>` */
+  image: string;
+  mounts: SandboxMount[];
+  /** overrides `sandboxes.network` */
+  network?: string;
+}
+
+/** How to reach the container engine: a unix socket, or DOCKER_HOST's tcp address. */
+export type EngineAddress = { socket: string } | { host: string; port: number };
+
+/** A `sandboxes.images` variant, made on the host that first needs it. */
+export type ImageVariant = { name: string; build: string } | { name: string; pull: string };
+
+/** The `sandboxes:` block of daemon.yaml, defaults filled in. */
+export interface SandboxSettings {
+  engine: EngineAddress;
+  /** where `svc image pull` gets agent:default and studio:default */
+  registry?: string;
+  registryAuth?: { username: string; secret: SecretSource };
+  /** none | host | an engine network name */
+  network: string;
+  /** how a container reaches the daemon's tool protocol; absent: the server URL */
+  mcpUrl?: string;
+  /** `<uid>:<gid>` when the image names no non-root USER */
+  user: string;
+  limits: { memoryBytes?: number; cpus?: number; pids?: number };
+  /** variant name (the `<variant>` of `agent:<variant>`) to how it is made */
+  images: Record<string, ImageVariant>;
+}
+
 /** `trigger.codehost` / `trigger.tracker` entries: an event name, optionally narrowed to repos. */
 export interface EventMatcher {
   events: string[];
@@ -129,7 +167,8 @@ export interface Pipeline {
   targets: string[];
   orchestrator?: { strategy: { type: "auto" }; guidance?: string; targets: string[] };
   knowledge: { method: "bm25" | "hybrid" | "none"; delivery?: "prompt" | "file" | "search" | "browse" };
-  sandbox?: { mounts: string[] };
+  /** run the setup steps and the agent in a container (shared/config/sandboxes.ts) */
+  sandbox?: PipelineSandbox;
   /** host tools the run's token may call (`host:execute:<name>`) */
   tools?: string[];
   /** what an agent CLI's built-in tools may do (default `read`); svc's own tools are always allowed */
@@ -268,6 +307,8 @@ export interface ConfigSnapshot {
   /** `log:` (shared/config/log.ts); absent = stdout only */
   log?: LogSettings;
   workspaces: { checkoutRetentionDays: number; transcriptRetentionDays: number };
+  /** `sandboxes:` (shared/config/sandboxes.ts); absent in snapshots built by hand, which then use the defaults */
+  sandboxes?: SandboxSettings;
   pipelines: Record<string, Pipeline>;
   agents: Record<string, Agent>;
   skills: Record<string, Skill>;

@@ -113,6 +113,21 @@ const CASES: [string, string, string][] = [
     'pipelines/main.yaml: "sandbox.mounts[0]" mounts a shared code-host CLI configuration directory, which is refused when "principals" are configured - remove the mount; the run acts through its principal',
   ],
   [
+    "sandbox-engine-socket",
+    "mount_refused",
+    'pipelines/main.yaml: "sandbox.mounts[0]" mounts the container engine\'s socket /srv/engine/docker.sock (or a directory holding it), which would hand the run control of the host - remove the mount',
+  ],
+  [
+    "sandbox-relative-mount",
+    "invalid_value",
+    'pipelines/main.yaml: "sandbox.mounts[0]" has the relative host path "cache" - write the absolute path of the host directory, e.g. /srv/cache:/cache',
+  ],
+  [
+    "sandbox-unknown-variant",
+    "unknown_image_variant",
+    'pipelines/main.yaml: "sandbox.image" names the image variant "python", which "sandboxes.images" of daemon.yaml does not define - add "sandboxes.images.python: { build: <dir> }" or "{ pull: <reference> }", or use agent:default (defined: gpu)',
+  ],
+  [
     "orchestrator-assess",
     "removed_key",
     'pipelines/main.yaml: "orchestrator.assess" was renamed in 0.7.0 - rename the key to "guidance"',

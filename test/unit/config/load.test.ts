@@ -154,7 +154,10 @@ describe("loadConfig on the reference configuration", () => {
       dry_run: { type: "boolean", required: false },
       attempts: { type: "number", required: false },
     });
-    expect(merge.sandbox).toEqual({ mounts: ["/srv/cache:/cache:ro"] });
+    expect(merge.sandbox).toEqual({
+      image: "agent:default",
+      mounts: [{ host: "/srv/cache", container: "/cache", readOnly: true }],
+    });
 
     const nightly = config.pipelines["nightly-triage"]!;
     expect(nightly.trigger).toBeNull();

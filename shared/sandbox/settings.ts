@@ -1,0 +1,15 @@
+import { DEFAULT_SANDBOX_USER, engineFromEnvironment } from "../config/sandboxes.ts";
+import type { ConfigSnapshot, SandboxSettings } from "../config/types.ts";
+
+/** The snapshot's `sandboxes:` block, or its defaults for a snapshot built without one. */
+export function sandboxSettings(config: Pick<ConfigSnapshot, "sandboxes">): SandboxSettings {
+  return (
+    config.sandboxes ?? {
+      engine: engineFromEnvironment(process.env),
+      network: "none",
+      user: DEFAULT_SANDBOX_USER,
+      limits: {},
+      images: {},
+    }
+  );
+}
