@@ -2,8 +2,9 @@ import type { PoolClient } from "pg";
 import type { PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
 import { claimInvocations, type InvocationRow } from "../db/invocations.ts";
+import { claimOrchestratedTasks, type OrchestratedTask } from "../db/orchestrated-tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
-import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../shared/queues.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type LaneJob } from "../shared/queues.ts";
 import {
   afterDispatch,
   type DispatchClaims,
@@ -27,6 +28,8 @@ export interface ClaimLoopDeps extends DispatchDeps {
   drained(): boolean;
   /** runs an invocation this worker holds; the claim loop gives it a slot lease */
   runClaimed(row: InvocationRow, known?: KnownRun): Promise<void>;
+  /** runs an orchestrated task this worker holds (worker/run-task.ts) */
+  runClaimedTask(task: OrchestratedTask): Promise<void>;
 }
 
 /** Dispatch jobs fetched per round at least, free slots or not (see takeDispatchJobs). */
@@ -176,14 +179,15 @@ export class ClaimLoop {
     }
   }
 
-  #start(lease: Lease, row: InvocationRow, known?: KnownRun): void {
+  #start(lease: Lease, row: InvocationRow | OrchestratedTask, known?: KnownRun): void {
+    const task = "spec" in row;
     this.#deps.slots.run(
       lease,
-      () => this.#deps.runClaimed(row, known),
+      () => ("spec" in row ? this.#deps.runClaimedTask(row) : this.#deps.runClaimed(row, known)),
       (error) =>
         this.#deps.logger.error("run failed inside the worker", {
           event: "worker.run_failed",
-          invocation: row.id,
+          ...(task ? { task: row.id } : { invocation: row.id }),
           error: (error as Error).message,
         }),
     );
@@ -192,19 +196,23 @@ export class ClaimLoop {
   /**
    * Fetches a batch of lane jobs, claims their invocations in one statement and completes the jobs,
    * all in one transaction (one commit), then starts what it claimed. The job only carried "claim
-   * this invocation": it is done once the claim is decided either way. A crash before the commit
-   * leaves the jobs where they were.
+   * this invocation" (or this orchestrated task): it is done once the claim is decided either way.
+   * A crash before the commit leaves the jobs where they were.
    */
   async #takeLaneJobs(lane: string, leases: Lease[]): Promise<number> {
     const { boss, pool, workerId, staleAfterMs } = this.#deps;
     let fetched = 0;
     const claimed = await withTransaction(pool, async (client) => {
       const db = transactionDb(client);
-      const jobs = await boss.fetch<InvocationJob>(lane, { batchSize: leases.length, db });
+      const jobs = await boss.fetch<LaneJob>(lane, { batchSize: leases.length, db });
       fetched = jobs.length;
       if (jobs.length === 0) return [];
-      const ids = jobs.map((job) => job.data.invocationId);
-      const rows = await claimInvocations(client, ids, workerId, staleAfterMs);
+      const taskIds = jobs.flatMap((job) => ("taskId" in job.data ? [job.data.taskId] : []));
+      const ids = jobs.flatMap((job) => ("taskId" in job.data ? [] : [job.data.invocationId]));
+      const rows = [
+        ...(await claimInvocations(client, ids, workerId, staleAfterMs)),
+        ...(await claimOrchestratedTasks(client, taskIds, workerId, staleAfterMs)),
+      ];
       await boss.complete(
         lane,
         jobs.map((job) => job.id),

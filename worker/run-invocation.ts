@@ -113,7 +113,10 @@ export async function runInvocation(deps: ExecuteDeps, input: RunInput): Promise
 }
 
 /** The event as dispatch resolved it, or read again for a run claimed from a lane job. */
-async function resolveRunEvent(deps: ExecuteDeps, input: RunInput): Promise<ResolvedEvent> {
+export async function resolveRunEvent(
+  deps: ExecuteDeps,
+  input: Pick<RunInput, "event" | "workload" | "pipeline">,
+): Promise<ResolvedEvent> {
   if (input.event) return input.event;
   const records = deps.records ?? deps.pool;
   const trigger = input.workload.trigger_id

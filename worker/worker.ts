@@ -6,6 +6,7 @@ import { ensureLaneQueue, startBoss } from "../db/boss.ts";
 import { createPool } from "../db/connect.ts";
 import { CANCEL_CHANNEL } from "../db/invocations.ts";
 import { migrate } from "../db/migrate.ts";
+import { TASK_CANCEL_CHANNEL } from "../db/orchestrated-tasks.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
 import type { Logger } from "../shared/logger.ts";
@@ -18,6 +19,7 @@ import { DrainSwitch } from "./drain-switch.ts";
 import { type ExecuteDeps, type RunHandle, runClaimedInvocation } from "./execute-invocation.ts";
 import { LaneStates, laneTargets } from "./lanes.ts";
 import { resolveMetricsToken, startWorkerMetricsServer } from "./metrics.ts";
+import { runClaimedTask, type TaskHandle } from "./run-task.ts";
 import { startSchedules } from "./schedules.ts";
 import { Slots } from "./slots.ts";
 import { Spawner } from "./spawner.ts";
@@ -53,6 +55,7 @@ interface Resources {
   boss?: PgBoss;
   spawner?: Spawner;
   cancelListener?: { close(): Promise<void> };
+  taskCancelListener?: { close(): Promise<void> };
   /** `worker.metrics_port`'s server, and the schedules' pg-boss (worker/schedules.ts) */
   metrics?: { close(): Promise<void> };
   schedules?: { close(): Promise<void> };
@@ -82,6 +85,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     const { cooldowns, secrets, boss, lanes, spawner } = await openServices(options, opened, env);
     const shutdown = new AbortController();
     const runs = new Map<string, RunHandle>();
+    // the orchestrated tasks this worker runs, by task id (worker/run-task.ts)
+    const tasks = new Map<string, TaskHandle>();
     const deps: ExecuteDeps = {
       ...{ pool, records, boss, config, cooldowns, secrets, logger, spawner, runs },
       workerId: id,
@@ -97,10 +102,20 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       workerId: id,
       drained: () => drain.drained,
       runClaimed: (row, known) => runClaimedInvocation(deps, row, shutdown.signal, known),
+      runClaimedTask: (task) => runClaimedTask(deps, tasks, task, shutdown.signal),
     });
+    // a cancelled invocation stops its run here and every task of it this worker holds
     opened.cancelListener = await boss.getDb().listen?.(
       CANCEL_CHANNEL,
-      (invocation) => runs.get(invocation)?.cancel(),
+      (invocation) => {
+        runs.get(invocation)?.cancel();
+        for (const task of tasks.values()) if (task.invocationId === invocation) task.cancel();
+      },
+      () => {},
+    );
+    opened.taskCancelListener = await boss.getDb().listen?.(
+      TASK_CANCEL_CHANNEL,
+      (task) => tasks.get(task)?.cancel(),
       () => {},
     );
     await drain.read();
@@ -221,6 +236,7 @@ function openPools(databaseUrl: string, concurrency: number, logger: Logger): Re
 async function close(opened: Resources, graceful: boolean): Promise<void> {
   const quietly = (closing: Promise<unknown> | undefined) => closing?.catch(() => {});
   await quietly(opened.cancelListener?.close());
+  await quietly(opened.taskCancelListener?.close());
   await quietly(opened.schedules?.close());
   await quietly(opened.metrics?.close());
   await quietly(opened.boss?.stop(graceful ? { graceful: true, timeout: 2_000 } : { graceful: false }));

@@ -2,6 +2,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { RunAccess } from "../run-token.ts";
 
+/** Above the SDK's 60 s default: `wait_tasks` may wait up to 600 s for an orchestrator's tasks. */
+const CALL_TIMEOUT_MS = 660_000;
+
 /** A tool as the OpenAI chat-completions API takes it. */
 export interface OpenAiTool {
   type: "function";
@@ -38,10 +41,11 @@ export async function openToolSession(access: RunAccess): Promise<ToolSession> {
     })),
     async call(name, args) {
       try {
-        const result = await client.callTool({
-          name,
-          arguments: (args ?? {}) as Record<string, unknown>,
-        });
+        const result = await client.callTool(
+          { name, arguments: (args ?? {}) as Record<string, unknown> },
+          undefined,
+          { timeout: CALL_TIMEOUT_MS },
+        );
         const text = ((result.content ?? []) as { type: string; text?: string }[])
           .map((part) => (part.type === "text" ? (part.text ?? "") : `[${part.type}]`))
           .join("\n");
