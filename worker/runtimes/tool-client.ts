@@ -14,7 +14,8 @@ export interface OpenAiTool {
 export interface ToolSession {
   tools: OpenAiTool[];
   /** the tool's text result; a refusal or tool error comes back as text the model can read */
-  call(name: string, args: unknown): Promise<{ text: string; isError: boolean }>;
+  /** `signal` abandons a long call (wait_tasks) when the run is stopped */
+  call(name: string, args: unknown, signal?: AbortSignal): Promise<{ text: string; isError: boolean }>;
   close(): Promise<void>;
 }
 
@@ -39,12 +40,12 @@ export async function openToolSession(access: RunAccess): Promise<ToolSession> {
         parameters: tool.inputSchema as Record<string, unknown>,
       },
     })),
-    async call(name, args) {
+    async call(name, args, signal) {
       try {
         const result = await client.callTool(
           { name, arguments: (args ?? {}) as Record<string, unknown> },
           undefined,
-          { timeout: CALL_TIMEOUT_MS },
+          { timeout: CALL_TIMEOUT_MS, ...(signal ? { signal } : {}) },
         );
         const text = ((result.content ?? []) as { type: string; text?: string }[])
           .map((part) => (part.type === "text" ? (part.text ?? "") : `[${part.type}]`))
