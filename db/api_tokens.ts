@@ -12,7 +12,16 @@ export interface ApiTokenRow {
   sandboxed: boolean;
   invocation_id: string | null;
   /** a run token's binding: pipeline, agent, repo and worktree of its invocation */
-  run: { pipeline?: string; agent?: string; repo?: string; worktree?: string } | null;
+  run: {
+    pipeline?: string;
+    agent?: string;
+    repo?: string;
+    worktree?: string;
+    /** the svc.tasks row of the agent the token was issued to */
+    task?: string;
+    /** an orchestrator may create tasks; a task (depth 1) may not */
+    role?: "orchestrator" | "task";
+  } | null;
   created_at: Date;
   expires_at: Date | null;
   revoked_at: Date | null;
@@ -128,5 +137,27 @@ export async function revokeInvocationTokens(db: Queryable, invocationId: string
     text: "UPDATE svc.api_tokens SET revoked_at = now() WHERE invocation_id = $1 AND revoked_at IS NULL",
     values: [invocationId],
   });
+  return rowCount ?? 0;
+}
+
+/**
+ * The tokens of an invocation's own agent, not those of its orchestrated tasks: a lost orchestrator
+ * is retried while its tasks keep running on other workers.
+ */
+export async function revokeRunTokensExceptTasks(db: Queryable, invocationId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE svc.api_tokens SET revoked_at = now()
+      WHERE invocation_id = $1 AND revoked_at IS NULL AND run->>'role' IS DISTINCT FROM 'task'`,
+    [invocationId],
+  );
+  return rowCount ?? 0;
+}
+
+/** The token of one orchestrated task (a lost task's token dies with its attempt). */
+export async function revokeTaskTokens(db: Queryable, taskId: string): Promise<number> {
+  const { rowCount } = await db.query(
+    "UPDATE svc.api_tokens SET revoked_at = now() WHERE run->>'task' = $1 AND revoked_at IS NULL",
+    [taskId],
+  );
   return rowCount ?? 0;
 }

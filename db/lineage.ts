@@ -66,6 +66,15 @@ export interface LineageTask {
   diagnostic: Diagnostic | null;
   startedAt: Date;
   finishedAt: Date | null;
+  /** an orchestrated task: the orchestrator's agent task that created it (the tree's edge) */
+  parentId: string | null;
+  /** where an orchestrated task ran (null for a run's own tasks) */
+  target: string | null;
+  attempts: number;
+  durationMs: number | null;
+  /** an orchestrated task's skill and principal binding */
+  skill: string | null;
+  principal: string | null;
 }
 
 /** An artifact as stored: what was written (NewArtifact) and when. */
@@ -99,7 +108,9 @@ export function artifactColumns(a: string): string {
 }
 
 const TASK_COLUMNS = `t.id, t.invocation_id AS "invocationId", t.kind, t.name, t.seq, t.status, t.exit_code AS "exitCode",
-  t.diagnostic, t.started_at AS "startedAt", t.finished_at AS "finishedAt"`;
+  t.diagnostic, t.started_at AS "startedAt", t.finished_at AS "finishedAt", t.parent_id AS "parentId", t.target,
+  t.attempts, (extract(epoch FROM t.finished_at - t.started_at) * 1000)::int AS "durationMs",
+  t.spec->>'skill' AS skill, t.spec->>'principal' AS principal`;
 
 /**
  * The tree around a full id. From a trigger: all its workloads; from a workload: that workload;

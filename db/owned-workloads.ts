@@ -8,6 +8,7 @@ import {
   type LineageWorkload,
   workloadColumns,
 } from "./lineage.ts";
+import { cancelOrchestratedTasks } from "./orchestrated-tasks.ts";
 import type { Queryable } from "./queryable.ts";
 
 /**
@@ -131,7 +132,10 @@ export async function insertQueuedInvocation(
   return rows[0]!;
 }
 
-/** Only queued or running invocations cancel; the worker sees the status and stops. */
+/**
+ * Only queued or running invocations cancel; the worker sees the status and stops. An orchestrated
+ * invocation's unfinished tasks are cancelled with it, and the workers holding them kill them.
+ */
 export async function cancelInvocation(
   db: Queryable,
   id: string,
@@ -143,6 +147,7 @@ export async function cancelInvocation(
       RETURNING ${INVOCATION_COLUMNS}`,
     [id, JSON.stringify(diagnostic)],
   );
+  if (rows[0]) await cancelOrchestratedTasks(db, id, diagnostic);
   return rows[0];
 }
 

@@ -4,6 +4,7 @@ import type { Queryable } from "./queryable.ts";
 
 export type TaskKind = "setup" | "agent" | "result_check" | "output";
 export type TaskStatus = "running" | "completed" | "failed" | "skipped";
+// an orchestrator's tasks also go pending, queued and cancelled (db/orchestrated-tasks.ts)
 
 export interface TaskRow {
   id: string;
@@ -92,7 +93,10 @@ export async function recordTask(
   });
 }
 
-/** Tasks left `running` by a worker that vanished are closed when its invocation is reaped. */
+/**
+ * Tasks left `running` by a worker that vanished are closed when its invocation is reaped. An
+ * orchestrator's tasks (with a `spec`) are not: other workers hold them (db/orchestrated-tasks.ts).
+ */
 export async function failOpenTasks(
   db: Queryable,
   invocationId: string,
@@ -100,12 +104,12 @@ export async function failOpenTasks(
 ): Promise<void> {
   await db.query(
     `UPDATE svc.tasks SET status = 'failed', diagnostic = $2, finished_at = now()
-      WHERE invocation_id = $1 AND status = 'running'`,
+      WHERE invocation_id = $1 AND status = 'running' AND spec IS NULL`,
     [invocationId, JSON.stringify(diagnostic)],
   );
 }
 
-/** Closes the tasks of a run that stopped without finishing them (a cancellation) as `skipped`. */
+/** Closes the run's own tasks that stopped without finishing (a cancellation) as `skipped`. */
 export async function closeOpenTasks(
   db: Queryable,
   invocationId: string,
@@ -113,7 +117,7 @@ export async function closeOpenTasks(
 ): Promise<void> {
   await db.query(
     `UPDATE svc.tasks SET status = 'skipped', diagnostic = $2, finished_at = now()
-      WHERE invocation_id = $1 AND status = 'running'`,
+      WHERE invocation_id = $1 AND status = 'running' AND spec IS NULL`,
     [invocationId, JSON.stringify(diagnostic)],
   );
 }

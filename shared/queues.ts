@@ -42,3 +42,12 @@ export interface DispatchJob {
 export interface InvocationJob {
   invocationId: string;
 }
+
+/** A task an orchestrator created (db/orchestrated-tasks.ts), waiting on a lane like an invocation. */
+export interface TaskJob {
+  invocationId: string;
+  taskId: string;
+}
+
+/** What a lane job carries: an invocation to run, or one of an orchestrator's tasks. */
+export type LaneJob = InvocationJob | TaskJob;

@@ -2,8 +2,9 @@ import type { PoolClient } from "pg";
 import type { PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
 import { claimInvocations, type InvocationRow } from "../db/invocations.ts";
+import { claimOrchestratedTasks, type OrchestratedTask } from "../db/orchestrated-tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
-import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../shared/queues.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type LaneJob } from "../shared/queues.ts";
 import {
   afterDispatch,
   type DispatchClaims,
@@ -28,6 +29,8 @@ export interface ClaimLoopDeps extends DispatchDeps {
   drained(): boolean;
   /** runs an invocation this worker holds, under its pg-boss lease; the claim loop gives it a slot */
   runClaimed(row: InvocationRow, known?: KnownRun, lease?: RunLease): Promise<void>;
+  /** runs an orchestrated task this worker holds (worker/run-task.ts) */
+  runClaimedTask(task: OrchestratedTask): Promise<void>;
 }
 
 /** Dispatch jobs fetched per round at least, free slots or not (see takeDispatchJobs). */
@@ -177,25 +180,26 @@ export class ClaimLoop {
     }
   }
 
-  #start(slot: Lease, row: InvocationRow, known?: KnownRun, lease?: RunLease): void {
+  #start(slot: Lease, row: InvocationRow | OrchestratedTask, known?: KnownRun, lease?: RunLease): void {
+    const task = "spec" in row;
     this.#deps.slots.run(
       slot,
-      () => this.#deps.runClaimed(row, known, lease),
+      () => ("spec" in row ? this.#deps.runClaimedTask(row) : this.#deps.runClaimed(row, known, lease)),
       (error) =>
         this.#deps.logger.error("run failed inside the worker", {
           event: "worker.run_failed",
-          invocation: row.id,
+          ...(task ? { task: row.id } : { invocation: row.id }),
           error: (error as Error).message,
         }),
     );
   }
 
   /**
-   * Fetches a batch of lane jobs, claims their invocations in one statement, takes a lease for each
-   * claimed run and completes the jobs, all in one transaction (one commit), then starts what it
-   * claimed. The job only carried "claim this invocation": it is done once the claim is decided
-   * either way; from then on the lease stands for the run. A crash before the commit leaves the
-   * jobs where they were.
+   * Fetches a batch of lane jobs, claims their invocations (or orchestrated tasks) in one statement,
+   * takes a lease for each claimed run and completes the jobs, all in one transaction (one commit),
+   * then starts what it claimed. The job only carried "claim this invocation" (or this task): it is
+   * done once the claim is decided either way; from then on the lease stands for the run. A crash
+   * before the commit leaves the jobs where they were.
    */
   async #takeLaneJobs(lane: string, leases: Lease[]): Promise<number> {
     const { boss, pool, workerId, staleAfterMs, leaseSeconds } = this.#deps;
@@ -203,13 +207,15 @@ export class ClaimLoop {
     let runLeases = new Map<string, RunLease>();
     const claimed = await withTransaction(pool, async (client) => {
       const db = transactionDb(client);
-      const jobs = await boss.fetch<InvocationJob>(lane, { batchSize: leases.length, db });
+      const jobs = await boss.fetch<LaneJob>(lane, { batchSize: leases.length, db });
       fetched = jobs.length;
       if (jobs.length === 0) return [];
-      const ids = jobs.map((job) => job.data.invocationId);
-      const rows = await claimInvocations(client, ids, workerId, staleAfterMs);
-      const held = rows.map((row) => ({ invocationId: row.id, workerId, attempts: row.attempts }));
+      const taskIds = jobs.flatMap((job) => ("taskId" in job.data ? [job.data.taskId] : []));
+      const ids = jobs.flatMap((job) => ("taskId" in job.data ? [] : [job.data.invocationId]));
+      const runs = await claimInvocations(client, ids, workerId, staleAfterMs);
+      const held = runs.map((row) => ({ invocationId: row.id, workerId, attempts: row.attempts }));
       runLeases = await takeLeases(boss, client, held, leaseSeconds);
+      const rows = [...runs, ...(await claimOrchestratedTasks(client, taskIds, workerId, staleAfterMs))];
       await boss.complete(
         lane,
         jobs.map((job) => job.id),

@@ -9,6 +9,7 @@ import {
   type InvocationRow,
   releaseInvocation,
 } from "../db/invocations.ts";
+import { cancelOrchestratedTasks } from "../db/orchestrated-tasks.ts";
 import { closeOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
 import { settleTrigger, settleTriggerIn } from "../db/trigger-status.ts";
@@ -65,6 +66,11 @@ export interface KnownRun {
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event: ResolvedEvent;
 }
+
+const ORCHESTRATOR_ENDED = diagnostic(
+  "cancelled",
+  "the orchestrator ended before the task finished; the task was cancelled and its processes killed",
+);
 
 /** A run waiting for a credential is offered again after this long, not at once. */
 const RECHECK_SECONDS = 2;
@@ -232,6 +238,9 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
       result: end.kind === "completed" ? end.result : undefined,
     });
     if (held && workload.trigger_id) await settleTriggerIn(client, workload.trigger_id);
+    // the orchestrator ended: what its tasks have not finished is cancelled, and their processes killed
+    if (held && pipeline?.orchestrator)
+      await cancelOrchestratedTasks(client, invocationId, ORCHESTRATOR_ENDED);
     return held;
   });
   if (!finished) {
@@ -264,6 +273,7 @@ async function recordCancelled(deps: ExecuteDeps, ended: Ended): Promise<void> {
   const { pool, logger } = deps;
   const { invocationId, workload, pipeline, paths } = ended;
   await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
+  await bestEffort(deps, "cancel_tasks", cancelOrchestratedTasks(pool, invocationId, CANCELLED));
   await bestEffort(deps, "revoke_token", revokeInvocationTokens(deps.records ?? pool, invocationId));
   if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
   logger.info("invocation cancelled", {

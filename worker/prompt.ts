@@ -1,4 +1,4 @@
-import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
+import type { ConfigSnapshot, Orchestrator, Pipeline } from "../shared/config/types.ts";
 import { knowledgeSection } from "../shared/knowledge/delivery.ts";
 import type { RunKnowledge } from "./knowledge-run.ts";
 
@@ -59,4 +59,20 @@ export function assemblePrompt(input: PromptInput): Prompt {
 /** The command runtime has one channel, stdin: the system part first, then the request. */
 export function promptText(prompt: Prompt): string {
   return prompt.system ? `${prompt.system}\n\n${prompt.user}\n` : `${prompt.user}\n`;
+}
+
+/**
+ * What an orchestrator is told beyond its instructions: the guidance, how to hand work to tasks and
+ * what it may spend. The tools describe themselves; this says how they fit together.
+ */
+export function orchestrationSection(orchestrator: Orchestrator): string {
+  const lines = [
+    "# Orchestration",
+    "",
+    "You orchestrate this run. Split the work into tasks with `create_task` (instructions, and optionally a skill, a principal binding and inputs); tasks run in parallel as separate agents and each returns a JSON result. Wait for them with `wait_tasks`, read results with `read_task_result`, and combine them into the final result. `list_tasks` shows every task this run created, also before a retry: check it before creating tasks again. A failed task carries its diagnostic: decide whether to retry it, work around it, or report it. Tasks publish nothing; only your final result is published.",
+    "",
+    `Budget: at most ${orchestrator.maxTasks} tasks for this run, ${orchestrator.maxParallel} running at once (the others wait their turn).`,
+  ];
+  if (orchestrator.guidance) lines.push("", "## Guidance", "", orchestrator.guidance.trim());
+  return lines.join("\n");
 }

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import type { PoolClient } from "pg";
 import type { PgBoss } from "pg-boss";
-import { revokeInvocationTokens } from "../db/api_tokens.ts";
+import { revokeRunTokensExceptTasks, revokeTaskTokens } from "../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../db/boss.ts";
 import {
   failLostInvocation,
@@ -10,6 +10,7 @@ import {
   requeueInvocation,
   type StaleInvocation,
 } from "../db/invocations.ts";
+import { cancelOrchestratedTasks, lockStaleTasks, promoteTasks, reapTask } from "../db/orchestrated-tasks.ts";
 import { reconcileQueue } from "../db/reconcile-queue.ts";
 import { failOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
@@ -18,7 +19,7 @@ import { getWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { diagnostic } from "../shared/diagnostics.ts";
 import type { Logger } from "../shared/logger.ts";
-import type { InvocationJob } from "../shared/queues.ts";
+import { type InvocationJob, laneQueue, type TaskJob } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { laneFor } from "./lanes.ts";
@@ -71,7 +72,7 @@ export async function reapStaleInvocations(deps: ReaperDeps): Promise<number> {
   count += await withTransaction(deps.pool, async (client) => {
     const stale = await lockStaleInvocations(client, deps.staleAfterMs);
     await reclaim(client, stale, "stopped heartbeating");
-    return stale.length;
+    return stale.length + (await reapStaleTasks(deps, client, lanes));
   });
   // outside any transaction and without row locks: a claim never waits on this scan
   const resent = await reconcileQueue(
@@ -107,8 +108,9 @@ async function reclaimRuns(
       metadata: { attempts: row.attempts },
     });
     await failOpenTasks(client, row.id, lost);
-    // the lost run's agent token dies with the run (it also expires on its own)
-    await revokeInvocationTokens(client, row.id);
+    // the lost run's agent token dies with the run (it also expires on its own); its
+    // orchestrated tasks run on and keep theirs: a retried orchestrator finds them (list_tasks)
+    await revokeRunTokensExceptTasks(client, row.id);
     const pipeline = workload ? deps.config.pipelines[workload.pipeline] : undefined;
     if (row.attempts < deps.maxAttempts && pipeline) {
       await requeueInvocation(client, row.id);
@@ -123,6 +125,7 @@ async function reclaimRuns(
       });
     } else {
       await failLostInvocation(client, row.id, lost);
+      await cancelOrchestratedTasks(client, row.id, lost);
       deps.logger.warn("lost run failed", {
         event: "invocation.worker_lost",
         invocation: row.id,
@@ -131,4 +134,58 @@ async function reclaimRuns(
       if (workload?.trigger_id) out.settled.push(workload.trigger_id);
     }
   }
+}
+
+/**
+ * Orchestrated tasks whose worker stopped heartbeating: queued again with a fresh lane job, or
+ * failed with `worker_lost` once out of attempts (then the run's next pending task may start). The
+ * orchestrator reads either outcome through its task tools; nothing stays `running`.
+ */
+async function reapStaleTasks(
+  deps: ReaperDeps,
+  client: Parameters<typeof promoteTasks>[0],
+  lanes: Set<string>,
+): Promise<number> {
+  const stale = await lockStaleTasks(client, deps.staleAfterMs);
+  for (const task of stale) {
+    await revokeTaskTokens(client, task.id);
+    if (task.attempts < deps.maxAttempts) {
+      await reapTask(client, task.id, null);
+      const job: TaskJob = { invocationId: task.invocationId, taskId: task.id };
+      const queue = laneQueue(task.target);
+      await deps.boss.send(queue, job, { db: transactionDb(client) });
+      lanes.add(queue);
+      deps.logger.warn("lost task queued again", {
+        event: "task.requeued",
+        task: task.id,
+        attempts: task.attempts,
+      });
+      continue;
+    }
+    const lost = diagnostic("worker_lost", `the worker running task ${task.id} stopped heartbeating`, {
+      metadata: { attempts: task.attempts },
+    });
+    await reapTask(client, task.id, lost);
+    deps.logger.warn("lost task failed", {
+      event: "task.worker_lost",
+      task: task.id,
+      attempts: task.attempts,
+    });
+    const maxParallel = (await orchestratorOf(deps, client, task.invocationId))?.maxParallel ?? 1;
+    for (const queue of await promoteTasks(client, deps.boss, task.invocationId, maxParallel))
+      lanes.add(queue);
+  }
+  return stale.length;
+}
+
+async function orchestratorOf(
+  deps: ReaperDeps,
+  client: Parameters<typeof promoteTasks>[0],
+  invocationId: string,
+) {
+  const { rows } = await client.query<{ pipeline: string }>(
+    "SELECT w.pipeline FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id WHERE i.id = $1",
+    [invocationId],
+  );
+  return rows[0] ? deps.config.pipelines[rows[0].pipeline]?.orchestrator : undefined;
 }

@@ -6,12 +6,13 @@ import type { Target } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
 import { fileArtifact, recordSurface } from "./artifacts.ts";
+import { withDeadline } from "./deadline.ts";
 import { runIdentity } from "./dispatch.ts";
 import { targetUsable } from "./lanes.ts";
-import { assemblePrompt, type Prompt, promptText } from "./prompt.ts";
+import { assemblePrompt, orchestrationSection, type Prompt, promptText } from "./prompt.ts";
 import type { RunEnd, RunState } from "./run-invocation.ts";
 import { stopped } from "./run-invocation.ts";
-import { type RunAccess, runTokenLifetimeMs, withRunToken } from "./run-token.ts";
+import { type RunAccess, type RunTokenRequest, runTokenLifetimeMs, withRunToken } from "./run-token.ts";
 import { runAgentCli } from "./runtimes/agent-cli/run.ts";
 import { runCommandAgent } from "./runtimes/command.ts";
 import { runOpenAiAgent } from "./runtimes/openai.ts";
@@ -23,7 +24,7 @@ export type AgentEnd = { kind: "result"; result: unknown; target: string } | { k
 export function agentPrompt(run: RunState): Prompt {
   const { pipeline } = run.input;
   const { agent, skill } = runIdentity(pipeline, run.event.context);
-  return assemblePrompt({
+  const prompt = assemblePrompt({
     config: run.deps.config,
     pipeline,
     agent,
@@ -31,6 +32,16 @@ export function agentPrompt(run: RunState): Prompt {
     event: { name: run.event.eventName, source: run.event.kind, payload: run.event.payload },
     knowledge: run.knowledge,
   });
+  // an orchestrator learns its guidance, its budgets and how to hand work to tasks
+  if (pipeline.orchestrator)
+    return { ...prompt, user: `${prompt.user}\n\n${orchestrationSection(pipeline.orchestrator)}` };
+  return prompt;
+}
+
+/** Where the agent runs: an orchestrator on `orchestrator.targets` when it names any, else the pipeline's. */
+export function agentTargets(pipeline: RunState["input"]["pipeline"]): string[] {
+  const own = pipeline.orchestrator?.targets ?? [];
+  return own.length > 0 ? own : pipeline.targets;
 }
 
 /**
@@ -44,7 +55,7 @@ export async function runAgentOnTargets(run: RunState): Promise<AgentEnd> {
   const transcript = join(input.paths.logsDir, "transcript.log");
   await writeFile(transcript, "");
   const unavailable: Diagnostic[] = [];
-  for (const name of input.pipeline.targets) {
+  for (const name of agentTargets(input.pipeline)) {
     const target = deps.config.targets[name];
     if (!target || !targetUsable(target, deps.cooldowns, deps.secrets)) continue;
     const attempt = await runAgentOn(run, target, prompt, transcript);
@@ -79,7 +90,15 @@ async function runAgentOn(
     seq: run.seq++,
   });
   if (target.name !== input.target) await setInvocationTarget(records, invocationId, target.name);
-  const outcome = await runRuntime(run, target, prompt, transcript);
+  const orchestrator = input.pipeline.orchestrator;
+  const deadline = withDeadline(input.signal, orchestrator?.timeoutMs);
+  const outcome = await runRuntime(
+    { ...run, input: { ...input, signal: deadline.signal } },
+    target,
+    prompt,
+    transcript,
+    orchestrator ? { task: taskId, role: "orchestrator" } : undefined,
+  ).finally(deadline.clear);
   const log = await fileArtifact({
     ...{ invocationId, taskId, path: transcript },
     name: "transcript",
@@ -88,6 +107,11 @@ async function runAgentOn(
   if (outcome.kind === "result") {
     await finishTask(records, taskId, { status: "completed", exitCode: 0 }, log);
     return { kind: "result", result: outcome.result, target: target.name };
+  }
+  if (outcome.kind === "aborted" && deadline.expired()) {
+    const timeout = orchestratorTimeout(input.pipeline.name, target.name, orchestrator?.timeoutMs ?? 0);
+    await finishTask(records, taskId, { status: "failed", diagnostic: timeout }, log);
+    return { kind: "ended", end: { kind: "failed", diagnostic: timeout } };
   }
   if (outcome.kind === "aborted") return { kind: "ended", end: await stopped(run, taskId, log) };
   if (outcome.kind === "failed") {
@@ -99,16 +123,25 @@ async function runAgentOn(
   return { kind: "unavailable", ...(outcome.diagnostic ? { diagnostic: outcome.diagnostic } : {}) };
 }
 
+function orchestratorTimeout(pipeline: string, target: string, ms: number): Diagnostic {
+  return diagnostic(
+    "agent_timeout",
+    `the orchestrator of pipeline ${pipeline} did not finish within ${ms} ms (orchestrator.timeout); its unfinished tasks were cancelled`,
+    { target, metadata: { timeoutMs: ms } },
+  );
+}
+
 /**
  * The target's runtime: a command in the worktree, an agent CLI (claude-code, codex), or the openai
  * agent loop. Each gets the run token and the tool protocol's address (worker/run-token.ts): agent
  * processes only, never setup steps.
  */
-async function runRuntime(
+export async function runRuntime(
   run: RunState,
   target: Target,
   prompt: Prompt,
   transcript: string,
+  binding?: RunTokenRequest["binding"],
 ): Promise<AgentOutcome> {
   const { deps, input } = run;
   const { agent } = runIdentity(input.pipeline, run.event.context);
@@ -122,6 +155,7 @@ async function runRuntime(
     worktree: input.paths.checkout,
     runDir: input.paths.runDir,
     lifetimeMs: runTokenLifetimeMs(target),
+    ...(binding ? { binding } : {}),
   };
   return withRunToken(access, (token) => startRuntime(run, target, prompt, transcript, token));
 }

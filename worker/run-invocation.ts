@@ -135,7 +135,10 @@ async function runPhases(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
 }
 
 /** The event as dispatch resolved it, or read again for a run claimed from a lane job. */
-async function resolveRunEvent(deps: ExecuteDeps, input: RunInput): Promise<ResolvedEvent> {
+export async function resolveRunEvent(
+  deps: ExecuteDeps,
+  input: Pick<RunInput, "event" | "workload" | "pipeline">,
+): Promise<ResolvedEvent> {
   if (input.event) return input.event;
   const records = deps.records ?? deps.pool;
   const trigger = input.workload.trigger_id

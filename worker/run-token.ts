@@ -1,6 +1,6 @@
 import { chmod, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { issueRunToken, revokeInvocationTokens } from "../db/api_tokens.ts";
+import { type ApiTokenRow, issueRunToken, revokeToken } from "../db/api_tokens.ts";
 import type { Queryable } from "../db/queryable.ts";
 import { DEFAULT_MAX_TURNS } from "../shared/config/agent-tools.ts";
 import type { Pipeline, Target } from "../shared/config/types.ts";
@@ -29,6 +29,8 @@ export interface RunTokenRequest {
   runDir: string;
   /** the token expires this long after issue should the worker die before revoking it */
   lifetimeMs: number;
+  /** the agent's task row, and its role in an orchestrated run (orchestrator, or a task of depth 1) */
+  binding?: Pick<NonNullable<ApiTokenRow["run"]>, "task" | "role">;
 }
 
 /**
@@ -79,6 +81,7 @@ export async function withRunToken<T>(
       ...(request.agent ? { agent: request.agent } : {}),
       ...(request.repo ? { repo: request.repo } : {}),
       worktree: request.worktree,
+      ...request.binding,
     },
   });
   try {
@@ -96,7 +99,8 @@ export async function withRunToken<T>(
     }
     return await work({ token: issued.token, mcpUrl, env });
   } finally {
-    // a failed revoke leaves a token that expires on its own; the run's end must not wait on it
-    await revokeInvocationTokens(db, invocationId).catch(() => {});
+    // only this agent's token: the tasks of an orchestrated run hold tokens of the same invocation.
+    // A failed revoke leaves a token that expires on its own; the run's end must not wait on it
+    await revokeToken(db, issued.id).catch(() => {});
   }
 }

@@ -6,6 +6,7 @@ import { ensureLaneQueue, startBoss } from "../db/boss.ts";
 import { createPool } from "../db/connect.ts";
 import { CANCEL_CHANNEL } from "../db/invocations.ts";
 import { migrate } from "../db/migrate.ts";
+import { TASK_CANCEL_CHANNEL } from "../db/orchestrated-tasks.ts";
 import { DEFAULT_HEARTBEAT_MS } from "../shared/config/daemon.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
@@ -20,6 +21,7 @@ import { type ExecuteDeps, type RunHandle, runClaimedInvocation } from "./execut
 import { LaneStates, laneTargets } from "./lanes.ts";
 import { ensureLeaseQueues, leaseSeconds as leaseSecondsFor } from "./leases.ts";
 import { resolveMetricsToken, startWorkerMetricsServer } from "./metrics.ts";
+import { runClaimedTask, type TaskHandle } from "./run-task.ts";
 import { startSchedules } from "./schedules.ts";
 import { Slots } from "./slots.ts";
 import { Spawner } from "./spawner.ts";
@@ -57,6 +59,7 @@ interface Resources {
   boss?: PgBoss;
   spawner?: Spawner;
   cancelListener?: { close(): Promise<void> };
+  taskCancelListener?: { close(): Promise<void> };
   /** `worker.metrics_port`'s server, and the schedules' pg-boss (worker/schedules.ts) */
   metrics?: { close(): Promise<void> };
   schedules?: { close(): Promise<void> };
@@ -93,6 +96,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     );
     const shutdown = new AbortController();
     const runs = new Map<string, RunHandle>();
+    // the orchestrated tasks this worker runs, by task id (worker/run-task.ts)
+    const tasks = new Map<string, TaskHandle>();
     const deps: ExecuteDeps = {
       ...{ pool, records, boss, config, cooldowns, secrets, logger, spawner, runs },
       workerId: id,
@@ -108,10 +113,20 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       workerId: id,
       drained: () => drain.drained,
       runClaimed: (row, known, lease) => runClaimedInvocation(deps, row, shutdown.signal, known, lease),
+      runClaimedTask: (task) => runClaimedTask(deps, tasks, task, shutdown.signal),
     });
+    // a cancelled invocation stops its run here and every task of it this worker holds
     opened.cancelListener = await boss.getDb().listen?.(
       CANCEL_CHANNEL,
-      (invocation) => runs.get(invocation)?.cancel(),
+      (invocation) => {
+        runs.get(invocation)?.cancel();
+        for (const task of tasks.values()) if (task.invocationId === invocation) task.cancel();
+      },
+      () => {},
+    );
+    opened.taskCancelListener = await boss.getDb().listen?.(
+      TASK_CANCEL_CHANNEL,
+      (task) => tasks.get(task)?.cancel(),
       () => {},
     );
     await drain.read();
@@ -241,6 +256,7 @@ function openPools(databaseUrl: string, concurrency: number, logger: Logger): Re
 async function close(opened: Resources, graceful: boolean): Promise<void> {
   const quietly = (closing: Promise<unknown> | undefined) => closing?.catch(() => {});
   await quietly(opened.cancelListener?.close());
+  await quietly(opened.taskCancelListener?.close());
   await quietly(opened.schedules?.close());
   await quietly(opened.metrics?.close());
   await quietly(opened.boss?.stop(graceful ? { graceful: true, timeout: 2_000 } : { graceful: false }));

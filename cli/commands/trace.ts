@@ -18,7 +18,7 @@ interface TraceAnswer {
     workloadId: string;
     diagnostic: Diagnostic | null;
   })[];
-  tasks: (Record<string, unknown> & { id: string; invocationId: string })[];
+  tasks: (Record<string, unknown> & { id: string; invocationId: string; parentId?: string | null })[];
   artifacts: Record<string, { manifest: Record<string, unknown>[]; rendered: Record<string, string | null> }>;
   /** published outputs (handler, status, URL of the posted object); absent from older daemons */
   deliveries?: Delivery[];
@@ -109,6 +109,17 @@ export default class Trace extends Command {
   }
 }
 
+type TraceTask = TraceAnswer["tasks"][number];
+
+function taskLine(task: TraceTask): string {
+  const exit = task.exitCode === null || task.exitCode === undefined ? "" : `  exit ${task.exitCode}`;
+  const line = `task ${task.id}  ${task.kind} ${task.name}  ${task.status}${exit}`;
+  if (!task.parentId) return line;
+  const diag = task.diagnostic as Diagnostic | null;
+  const duration = typeof task.durationMs === "number" ? `  ${(task.durationMs / 1000).toFixed(1)}s` : "";
+  return `${line}${task.target ? `  target ${task.target}` : ""}${duration}${diag ? `  [${diag.code}] ${diag.message}` : ""}`;
+}
+
 export function renderTree(answer: TraceAnswer): string[] {
   const lines: string[] = [];
   const t = answer.trigger;
@@ -132,9 +143,12 @@ export function renderTree(answer: TraceAnswer): string[] {
         `${indent}  invocation ${invocation.id}  ${invocation.status}${invocation.target ? `  target ${invocation.target}` : ""}` +
           `${diag ? `  [${diag.code}] ${diag.message}` : ""}`,
       );
-      for (const task of answer.tasks.filter((row) => row.invocationId === invocation.id)) {
-        const exit = task.exitCode === null || task.exitCode === undefined ? "" : `  exit ${task.exitCode}`;
-        lines.push(`${indent}    task ${task.id}  ${task.kind} ${task.name}  ${task.status}${exit}`);
+      const tasks = answer.tasks.filter((row) => row.invocationId === invocation.id);
+      for (const task of tasks.filter((row) => !row.parentId)) {
+        lines.push(`${indent}    ${taskLine(task)}`);
+        // an orchestrator's tasks, as a tree under its agent task
+        for (const child of tasks.filter((row) => row.parentId === task.id))
+          lines.push(`${indent}      ${taskLine(child)}`);
       }
       for (const artifact of answer.artifacts[invocation.id]?.manifest ?? []) {
         lines.push(`${indent}    artifact ${artifact.name}  ${artifact.mediaType}  ${artifact.size} bytes`);

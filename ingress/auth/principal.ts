@@ -8,6 +8,10 @@ export interface RunBinding {
   repo?: string;
   /** the run's checkout: host tools run there */
   worktree?: string;
+  /** the svc.tasks row of the agent holding the token */
+  task?: string;
+  /** an orchestrator run may use the task tools; a task's token may not (depth 1) */
+  role?: "orchestrator" | "task";
 }
 
 /** Who a request acts as, once its credentials have been checked. */

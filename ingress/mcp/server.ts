@@ -14,11 +14,19 @@ import { toolsOf } from "./tools/index.ts";
  * exists, so a caller cannot probe host tool names; an unknown built-in name needs nothing here
  * and the SDK answers that the tool does not exist.
  */
-export function scopeForCall(tools: readonly ToolDefinition[], name: unknown): string | undefined {
+function callRequirement(
+  tools: readonly ToolDefinition[],
+  name: unknown,
+): { scope: string; tool?: ToolDefinition } | undefined {
   if (typeof name !== "string") return undefined;
   const tool = tools.find((entry) => entry.name === name);
-  if (tool) return toolScope(tool);
-  return name.startsWith("host_") ? `host:execute:${name.slice("host_".length)}` : undefined;
+  if (tool) return { scope: toolScope(tool), tool };
+  return name.startsWith("host_") ? { scope: `host:execute:${name.slice("host_".length)}` } : undefined;
+}
+
+/** The caller may call `tool`: its scope, and the tool's own rule when it has one. */
+function callable(principal: Principal, tool: ToolDefinition): boolean {
+  return allows(principal, toolScope(tool)) && (tool.permits?.(principal) ?? true);
 }
 
 /** An MCP server holding the tools `principal` may call: `tools/list` shows exactly those. */
@@ -32,7 +40,7 @@ export function createToolServer(
     { capabilities: { tools: { listChanged: false } } },
   );
   for (const tool of tools) {
-    if (!allows(principal, toolScope(tool))) continue;
+    if (!callable(principal, tool)) continue;
     server.registerTool(
       tool.name,
       {
@@ -73,8 +81,11 @@ export async function serveToolProtocol(
   transport.onmessage = (message: JSONRPCMessage, extra) => {
     if (isJSONRPCRequest(message) && message.method === "tools/call") {
       const name = message.params?.name;
-      const scope = scopeForCall(tools, name);
-      if (scope && !allows(principal, scope)) {
+      const required = callRequirement(tools, name);
+      const refused =
+        required &&
+        (required.tool ? !callable(principal, required.tool) : !allows(principal, required.scope));
+      if (refused) {
         deps.logger.info("tool call refused", {
           event: "mcp.forbidden",
           tool: typeof name === "string" ? name.slice(0, 100) : undefined,

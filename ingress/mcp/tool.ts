@@ -13,6 +13,11 @@ export interface ToolDefinition {
   name: string;
   description: string;
   access: "read" | "write" | { host: string };
+  /**
+   * Beyond the scope: whether this caller may use the tool at all (the task tools: an orchestrator's
+   * run token only). A caller it refuses does not see the tool and gets `Forbidden` calling it.
+   */
+  permits?(principal: Principal): boolean;
   /** validated by the SDK before `run` is called: a refused input runs nothing */
   input: z.ZodObject;
   run(input: Record<string, unknown>, call: ToolCall): Promise<CallToolResult>;

@@ -7,7 +7,19 @@ import {
   readStringMap,
 } from "./daemon.ts";
 import { checkPublishingIdentities } from "./outputs.ts";
-import { bool, checkKeys, isMapping, mapping, oneOf, quote, str, strList, type YamlMap } from "./read.ts";
+import {
+  bool,
+  checkKeys,
+  duration,
+  int,
+  isMapping,
+  mapping,
+  oneOf,
+  quote,
+  str,
+  strList,
+  type YamlMap,
+} from "./read.ts";
 import { REMOVED_VALUES, reportRemovedKeys } from "./removed-keys.ts";
 import { checkSandboxReferences, readPipelineSandbox } from "./sandboxes.ts";
 import { readSchedules } from "./schedule.ts";
@@ -409,6 +421,17 @@ function readSetup(f: ConfigFile, root: YamlMap): { run: string }[] {
   return steps;
 }
 
+export const ORCHESTRATOR_DEFAULTS = { maxTasks: 8, maxParallel: 2 } as const;
+const ORCHESTRATOR_KEYS = [
+  "strategy",
+  "guidance",
+  "targets",
+  "max_tasks",
+  "max_parallel",
+  "task_timeout",
+  "timeout",
+];
+
 function readOrchestrator(f: ConfigFile, root: YamlMap): Pipeline["orchestrator"] {
   const value = root.orchestrator;
   if (value === undefined || value === null) return undefined;
@@ -419,11 +442,12 @@ function readOrchestrator(f: ConfigFile, root: YamlMap): Pipeline["orchestrator"
   const raw = mapping(f, value, ["orchestrator"], " such as { strategy: { type: auto } }");
   if (!raw) return undefined;
   for (const key of Object.keys(raw)) {
-    if (["strategy", "guidance", "targets", "tools", "assess"].includes(key)) continue;
+    // `tools` and `assess` are reported as removed keys (removed-keys.ts)
+    if ([...ORCHESTRATOR_KEYS, "tools", "assess"].includes(key)) continue;
     f.report(
       ["orchestrator", key],
       "invalid_value",
-      `"orchestrator.${key}" is not allowed - an orchestrator takes only strategy, guidance and targets; delete the key`,
+      `"orchestrator.${key}" is not allowed - an orchestrator takes only ${ORCHESTRATOR_KEYS.join(", ")}; delete the key`,
     );
   }
   const strategy = raw.strategy;
@@ -437,9 +461,23 @@ function readOrchestrator(f: ConfigFile, root: YamlMap): Pipeline["orchestrator"
       `"orchestrator.strategy" must be { type: auto }${strategyHint}`,
     );
   }
-  const guidance = str(f, raw, "guidance", ["orchestrator"]);
-  const targets = strList(f, raw, "targets", ["orchestrator"]) ?? [];
-  return { strategy: { type: "auto" }, ...(guidance ? { guidance } : {}), targets };
+  const path = ["orchestrator"];
+  const guidance = str(f, raw, "guidance", path);
+  const targets = strList(f, raw, "targets", path) ?? [];
+  const maxTasks = int(f, raw, "max_tasks", path, { min: 1, max: 100 }) ?? ORCHESTRATOR_DEFAULTS.maxTasks;
+  const maxParallel =
+    int(f, raw, "max_parallel", path, { min: 1, max: 32 }) ?? ORCHESTRATOR_DEFAULTS.maxParallel;
+  const taskTimeoutMs = raw.task_timeout == null ? undefined : duration(f, raw, "task_timeout", path, 0);
+  const timeoutMs = raw.timeout == null ? undefined : duration(f, raw, "timeout", path, 0);
+  return {
+    strategy: { type: "auto" },
+    ...(guidance ? { guidance } : {}),
+    targets,
+    maxTasks,
+    maxParallel,
+    ...(taskTimeoutMs ? { taskTimeoutMs } : {}),
+    ...(timeoutMs ? { timeoutMs } : {}),
+  };
 }
 
 function readKnowledge(f: ConfigFile, root: YamlMap): Pipeline["knowledge"] {

@@ -165,7 +165,7 @@ export interface Pipeline {
   setup: { run: string }[];
   retainCheckout: boolean;
   targets: string[];
-  orchestrator?: { strategy: { type: "auto" }; guidance?: string; targets: string[] };
+  orchestrator?: Orchestrator;
   knowledge: { method: "bm25" | "hybrid" | "none"; delivery?: "prompt" | "file" | "search" | "browse" };
   /** run the setup steps and the agent in a container (shared/config/sandboxes.ts) */
   sandbox?: PipelineSandbox;
@@ -173,6 +173,22 @@ export interface Pipeline {
   tools?: string[];
   /** what an agent CLI's built-in tools may do (default `read`); svc's own tools are always allowed */
   agentAccess?: AgentAccess;
+}
+
+/** `orchestrator:` of a pipeline: the run splits its work into tasks (docs/worker.md). */
+export interface Orchestrator {
+  strategy: { type: "auto" };
+  guidance?: string;
+  /** where the orchestrator runs; empty: the pipeline's `targets` */
+  targets: string[];
+  /** `max_tasks`: tasks one run may create (default 8) */
+  maxTasks: number;
+  /** `max_parallel`: tasks of one run running at once (default 2) */
+  maxParallel: number;
+  /** `task_timeout`: the most one task may take; unset: its target's timeout */
+  taskTimeoutMs?: number;
+  /** `timeout`: the most the orchestrator itself may take; unset: its target's timeout */
+  timeoutMs?: number;
 }
 
 export interface Policy {

@@ -164,7 +164,8 @@ async function agentLoop(
     });
     if (!reply.tool_calls?.length) return finalResult(target, reply);
     for (const call of reply.tool_calls) {
-      const text = await runToolCall(session, call, log);
+      if (input.signal.aborted) return { kind: "aborted" };
+      const text = await runToolCall(session, call, log, input.signal);
       messages.push({ role: "tool", tool_call_id: call.id, content: text });
     }
   }
@@ -183,6 +184,7 @@ async function runToolCall(
   session: ToolSession | undefined,
   call: ToolCallRequest,
   log: (line: string) => Promise<void>,
+  signal: AbortSignal,
 ): Promise<string> {
   const name = call.function?.name ?? "";
   let args: unknown;
@@ -195,7 +197,7 @@ async function runToolCall(
     args === undefined
       ? { text: "error: the arguments are not valid JSON", isError: true }
       : session
-        ? await session.call(name, args)
+        ? await session.call(name, args, signal)
         : { text: "error: no tools are available in this run", isError: true };
   await log(`# tool ${name} ${call.function?.arguments ?? ""}${result.isError ? " (error)" : ""}`);
   await log(result.text);

@@ -2,6 +2,9 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { RunAccess } from "../run-token.ts";
 
+/** Above the SDK's 60 s default: `wait_tasks` may wait up to 600 s for an orchestrator's tasks. */
+const CALL_TIMEOUT_MS = 660_000;
+
 /** A tool as the OpenAI chat-completions API takes it. */
 export interface OpenAiTool {
   type: "function";
@@ -11,7 +14,8 @@ export interface OpenAiTool {
 export interface ToolSession {
   tools: OpenAiTool[];
   /** the tool's text result; a refusal or tool error comes back as text the model can read */
-  call(name: string, args: unknown): Promise<{ text: string; isError: boolean }>;
+  /** `signal` abandons a long call (wait_tasks) when the run is stopped */
+  call(name: string, args: unknown, signal?: AbortSignal): Promise<{ text: string; isError: boolean }>;
   close(): Promise<void>;
 }
 
@@ -36,12 +40,13 @@ export async function openToolSession(access: RunAccess): Promise<ToolSession> {
         parameters: tool.inputSchema as Record<string, unknown>,
       },
     })),
-    async call(name, args) {
+    async call(name, args, signal) {
       try {
-        const result = await client.callTool({
-          name,
-          arguments: (args ?? {}) as Record<string, unknown>,
-        });
+        const result = await client.callTool(
+          { name, arguments: (args ?? {}) as Record<string, unknown> },
+          undefined,
+          { timeout: CALL_TIMEOUT_MS, ...(signal ? { signal } : {}) },
+        );
         const text = ((result.content ?? []) as { type: string; text?: string }[])
           .map((part) => (part.type === "text" ? (part.text ?? "") : `[${part.type}]`))
           .join("\n");

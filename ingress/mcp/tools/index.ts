@@ -6,6 +6,7 @@ import { readKnowledge, searchKnowledge } from "./knowledge.ts";
 import { readNote } from "./read-note.ts";
 import { searchNotes } from "./search-notes.ts";
 import { submitNote } from "./submit-note.ts";
+import { TASK_TOOLS } from "./tasks.ts";
 
 /**
  * THE tool registry: every tool the tool protocol serves (and the `openai` runtime offers). A new
@@ -18,6 +19,7 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   getTrace,
   searchKnowledge,
   readKnowledge,
+  ...TASK_TOOLS,
 ];
 
 /** The built-in tools, then `host_<name>` for each configured host tool. */

@@ -4,6 +4,8 @@ export type Answer =
   | { status: 200; content?: string }
   /** successive chat completions answer these assistant messages in turn; the last one repeats */
   | { status: 200; messages: Record<string, unknown>[] }
+  /** each chat completion answers what `reply` makes of the request body, after `delayMs` (the model's own time) */
+  | { status: 200; reply: (body: Record<string, unknown>) => Record<string, unknown>; delayMs?: number }
   | { status: 401 | 403 }
   | { status: 429; retryAfter?: string }
   | { status: 400 | 401; errorCode: "token_revoked" | "token_expired" };
@@ -13,6 +15,9 @@ export interface Request {
   key: string;
   /** the parsed JSON body of a POST */
   body?: Record<string, unknown>;
+  /** when the request arrived and when its answer was sent (ms since the epoch) */
+  receivedAt: number;
+  answeredAt?: number;
 }
 
 /**
@@ -40,13 +45,32 @@ export class FakeModelApi {
       request.on("end", () => {
         const key = (request.headers.authorization ?? "").replace(/^Bearer /, "");
         const text = Buffer.concat(chunks).toString("utf8");
-        this.requests.push({ path: request.url ?? "", key, ...(text ? { body: JSON.parse(text) } : {}) });
+        const recorded: Request = {
+          path: request.url ?? "",
+          key,
+          receivedAt: Date.now(),
+          ...(text ? { body: JSON.parse(text) } : {}),
+        };
+        this.requests.push(recorded);
         const answer = this.#answers.get(key) ?? { status: 401 };
         const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
           response.writeHead(status, { "content-type": "application/json", ...headers });
           response.end(JSON.stringify(body));
+          recorded.answeredAt = Date.now();
         };
-        if ("errorCode" in answer) {
+        if ("reply" in answer && !request.url?.endsWith("/models")) {
+          const message = answer.reply(recorded.body ?? {});
+          const calls = Boolean(message.tool_calls);
+          setTimeout(
+            () =>
+              send(200, {
+                id: `chatcmpl-${this.requests.length}`,
+                object: "chat.completion",
+                choices: [{ index: 0, message, finish_reason: calls ? "tool_calls" : "stop" }],
+              }),
+            answer.delayMs ?? 0,
+          );
+        } else if ("errorCode" in answer) {
           send(answer.status, {
             error: { code: answer.errorCode, message: `the token was ${answer.errorCode.slice(6)}` },
           });

@@ -135,7 +135,7 @@ const CASES: [string, string, string][] = [
   [
     "orchestrator-extra-key",
     "invalid_value",
-    'pipelines/main.yaml: "orchestrator.budget" is not allowed - an orchestrator takes only strategy, guidance and targets; delete the key',
+    'pipelines/main.yaml: "orchestrator.budget" is not allowed - an orchestrator takes only strategy, guidance, targets, max_tasks, max_parallel, task_timeout, timeout; delete the key',
   ],
   [
     "orchestrator-false",

@@ -170,6 +170,8 @@ describe("loadConfig on the reference configuration", () => {
       strategy: { type: "auto" },
       guidance: "Split the announcement into a summary and a list of changes.",
       targets: ["gpt"],
+      maxTasks: 8,
+      maxParallel: 2,
     });
     expect(announce.outputs.announcement).toEqual({
       handler: "chat.message",

@@ -1,0 +1,540 @@
+import { execFile } from "node:child_process";
+import { readdir, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { sign } from "@octokit/webhooks-methods";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
+import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { type FakeGitHub, startFakeGitHub } from "../outputs/fake-github.ts";
+import { FakeModelApi } from "./fake-model-api.ts";
+import {
+  answer,
+  call,
+  lastAnswers,
+  offeredTools,
+  orchestrator,
+  type ToolAnswer,
+  toolAnswers,
+  userText,
+  useTools,
+} from "./orchestration-script.ts";
+import {
+  postWebhook,
+  type RoleProcess,
+  startIngress,
+  startWorkerProcess,
+  writeConfigDir,
+} from "./processes.ts";
+
+const execFileAsync = promisify(execFile);
+const ROOT = join(import.meta.dirname, "../../..");
+const HOOK_TOKEN = "e2e-orchestration-hook-token";
+const GITHUB_SECRET = "e2e-orchestration-github-secret";
+const REVIEWER_TOKEN = "ghs_orchestratedReviewer42";
+const PR_PAYLOAD = JSON.parse(
+  await readFile(join(ROOT, "ingress/webhooks/codehost/fixtures/pull_request/opened.payload.json"), "utf8"),
+) as { number: number; repository: { full_name: string } };
+const THREAD = `${PR_PAYLOAD.repository.full_name}#${PR_PAYLOAD.number}`;
+const AREAS = ["src", "docs", "tests"];
+
+/** Runs svc as its users do, against the daemon at `url`. */
+async function svc(url: string, ...args: string[]): Promise<string> {
+  const { stdout } = await execFileAsync(process.execPath, [join(ROOT, "bin/svc.js"), ...args], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: "/nonexistent", SVC_DAEMON_URL: url },
+  });
+  return stdout;
+}
+
+function openaiTarget(name: string, url: string, key: string, extra = ""): string {
+  return `  ${name}:
+    runtime: openai
+    base_url: ${url}
+    model: test-model
+    max_turns: 12
+    timeout: 60s
+    credentials: [{ name: a, secret: ${key} }]
+${extra}`;
+}
+
+function orchestrated(
+  name: string,
+  body: { hook?: string; targets: string; orchestrator: string; extra?: string },
+): Record<string, string> {
+  return {
+    [`pipelines/${name}.yaml`]: `version: 1.0.0
+agent: reviewer
+trigger:
+  ${body.hook ? `webhook: [${body.hook}]` : "codehost: [pull_request.opened]"}
+targets: [${body.targets}]
+instructions: Split the work into tasks and combine what they find.
+orchestrator:
+  strategy: { type: auto }
+  targets: [${body.orchestrator}]
+${body.extra ?? ""}`,
+  };
+}
+
+describe("orchestrated execution (real ingress + worker processes, loopback model)", () => {
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  let dir: string;
+  let github: FakeGitHub;
+  let ingress: RoleProcess;
+  let worker: RoleProcess | undefined;
+  let url: string;
+  const model = new FakeModelApi();
+  const env: Record<string, string> = {
+    HOOK_TOKEN,
+    GITHUB_SECRET,
+    REVIEWER_TOKEN,
+    SVC_WORKER_HEARTBEAT_MS: "300",
+    SVC_WORKER_STALE_MS: "2500",
+  };
+  const workers: RoleProcess[] = [];
+  const spawnWorker = async () => {
+    const started = await startWorkerProcess({ ...env, SVC_DAEMON_URL: url });
+    workers.push(started);
+    return started;
+  };
+
+  beforeAll(async () => {
+    database = await createTestDatabase(inject("adminDatabaseUrl"));
+    await model.start();
+    github = await startFakeGitHub({ users: { [REVIEWER_TOKEN]: "svc-reviewer" } });
+    github.files.set(THREAD, [
+      { filename: "src/app.js", status: "modified", patch: "@@ -1,1 +1,1 @@\n-a\n+b" },
+    ]);
+    scriptModel();
+    const hooks = ["greedy", "unbound", "nested", "stuck", "fragile", "triple"]
+      .map((hook) => `    ${hook}: { verify: bearer, secret: "\${HOOK_TOKEN}" }`)
+      .join("\n");
+    const targets = [
+      openaiTarget("planner", model.url, "orch-key"),
+      openaiTarget("reviewers", model.url, "task-key"),
+      openaiTarget("greedy-planner", model.url, "greedy-key"),
+      openaiTarget("quick", model.url, "quick-key"),
+      openaiTarget("unbound-planner", model.url, "unbound-key"),
+      openaiTarget("nested-planner", model.url, "nested-key"),
+      openaiTarget("nested-tasks", model.url, "nested-task-key"),
+      openaiTarget("stuck-planner", model.url, "stuck-key"),
+      openaiTarget("fragile-planner", model.url, "fragile-key"),
+      openaiTarget("triple-planner", model.url, "triple-key"),
+      openaiTarget("triple-tasks", model.url, "triple-task-key"),
+      '  hang: { runtime: command, command: ["./bin/hang-task"], timeout: 120s }',
+      '  hang-once: { runtime: command, command: ["./bin/hang-once"], timeout: 120s }',
+    ].join("\n");
+    dir = await writeConfigDir(
+      {
+        "daemon.yaml": `webhooks:
+  sources:
+    github: { verify: codehost, secret: "\${GITHUB_SECRET}" }
+${hooks}
+targets:
+${targets}
+ask:
+  targets: [quick]
+codehost:
+  api_url: ${github.url}
+  principals:
+    "42":
+      token: \${REVIEWER_TOKEN}
+worker:
+  concurrency: 4
+  grace_period: 2s
+`,
+        "agents/reviewer/PERSONA.md": "---\nname: reviewer\ndescription: Reviews.\n---\nYou review.\n",
+        "skills/review/SKILL.md":
+          "---\nname: review\ndescription: Review one area.\nmetadata:\n  version: 1.0.0\nprincipal: pull-request-reviewer\n---\nReview the area you are given.\n",
+        "bin/hang-task": '#!/bin/sh\ncat > /dev/null\necho $$ > "$RUN_DIR/pid"\nsleep 300\n',
+        "bin/hang-once":
+          '#!/bin/sh\ncat > /dev/null\nif [ ! -e "$RUN_DIR/first" ]; then touch "$RUN_DIR/first"; echo $$ > "$RUN_DIR/pid"; sleep 60; fi\necho \'{"area": "fragile", "finding": "done on retry"}\'\n',
+        ...orchestrated("review", {
+          targets: "reviewers",
+          orchestrator: "planner",
+          extra: `principals:
+  pull-request-reviewer: codehost.principal.42
+principal: pull-request-reviewer
+result:
+  schema:
+    type: object
+    properties:
+      review: { $ref: svc://schemas/codehost/review/v1 }
+    required: [review]
+outputs:
+  review: { handler: codehost.review }
+`,
+        }),
+        ...orchestrated("greedy", { hook: "greedy", targets: "quick", orchestrator: "greedy-planner" }),
+        ...orchestrated("unbound", { hook: "unbound", targets: "quick", orchestrator: "unbound-planner" }),
+        ...orchestrated("nested", {
+          hook: "nested",
+          targets: "nested-tasks",
+          orchestrator: "nested-planner",
+        }),
+        ...orchestrated("stuck", { hook: "stuck", targets: "hang", orchestrator: "stuck-planner" }),
+        ...orchestrated("fragile", {
+          hook: "fragile",
+          targets: "hang-once",
+          orchestrator: "fragile-planner",
+        }),
+        ...orchestrated("triple", {
+          hook: "triple",
+          targets: "triple-tasks",
+          orchestrator: "triple-planner",
+          extra: "  max_parallel: 3\n",
+        }),
+      },
+      ["bin/hang-task", "bin/hang-once"],
+    );
+    env.SVC_CONFIG_DIR = dir;
+    env.SVC_DATABASE_URL = database.url;
+    const started = await startIngress(env);
+    ingress = started.role;
+    url = started.url;
+    worker = await spawnWorker();
+    pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  });
+
+  afterAll(async () => {
+    for (const started of workers) await started.stop("SIGKILL");
+    await ingress?.stop();
+    await model.stop();
+    await github?.close();
+    await pool?.end();
+    await database?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  function scriptModel() {
+    // the review: three areas, each task bound to the reviewer principal its skill requires
+    model.answer("orch-key", {
+      status: 200,
+      reply: orchestrator(
+        AREAS.map((area) => ({
+          instructions: `Review AREA: ${area} of the pull request.`,
+          skill: "review",
+          principal: "pull-request-reviewer",
+          inputs: { area },
+        })),
+        (waited, read) => {
+          const tasks = waited.json!.tasks as { status: string; diagnostic: { code: string } | null }[];
+          const failed = tasks.filter((task) => task.status === "failed");
+          const findings = read.map((entry) => (entry.json!.result as { finding: string }).finding);
+          return {
+            review: {
+              event: "COMMENT",
+              body: `${findings.join("; ")}. ${failed.length} area failed (${failed.map((t) => t.diagnostic?.code).join(", ")}).`,
+            },
+          };
+        },
+      ),
+    });
+    // a task: the tests area cannot finish (no JSON), the others report a finding
+    model.answer("task-key", {
+      status: 200,
+      delayMs: 100,
+      reply: (body) => {
+        const area = /AREA: (\w+)/.exec(userText(body))?.[1] ?? "?";
+        if (area === "tests") return { role: "assistant", content: "I could not run the tests." };
+        return answer({ area, finding: `${area} looks fine` });
+      },
+    });
+    model.answer("greedy-key", {
+      status: 200,
+      reply: (body) =>
+        toolAnswers(body).length === 0
+          ? useTools(
+              ...Array.from({ length: 9 }, (_, i) => call("create_task", { instructions: `part ${i + 1}` })),
+            )
+          : answer({ answers: lastAnswers(body).map((entry) => entry.text) }),
+    });
+    model.answer("quick-key", { status: 200, reply: () => answer({ ok: true }) });
+    model.answer("unbound-key", {
+      status: 200,
+      reply: (body) =>
+        toolAnswers(body).length === 0
+          ? useTools(call("create_task", { instructions: "review it", skill: "review" }))
+          : answer({ refused: lastAnswers(body)[0]!.text }),
+    });
+    model.answer("nested-key", {
+      status: 200,
+      reply: orchestrator([{ instructions: "try to create a task of your own" }], (waited, read) => ({
+        waited: waited.json,
+        read: read.map((entry) => entry.json),
+      })),
+    });
+    model.answer("nested-task-key", {
+      status: 200,
+      reply: (body) =>
+        toolAnswers(body).length === 0
+          ? useTools(call("create_task", { instructions: "deeper" }))
+          : answer({ nested: lastAnswers(body)[0]!.text }),
+    });
+    model.answer("stuck-key", {
+      status: 200,
+      reply: orchestrator([{ instructions: "hang one" }, { instructions: "hang two" }], () => ({
+        never: true,
+      })),
+    });
+    model.answer("fragile-key", {
+      status: 200,
+      reply: orchestrator([{ instructions: "survive a crash" }], (waited) => ({ waited: waited.json })),
+    });
+    model.answer("triple-key", {
+      status: 200,
+      reply: orchestrator(
+        ["a", "b", "c"].map((part) => ({ instructions: `PART ${part}` })),
+        (_waited, read: ToolAnswer[]) => ({ parts: read.length }),
+      ),
+    });
+    model.answer("triple-task-key", {
+      status: 200,
+      delayMs: 1_000,
+      reply: (body) => answer({ part: /PART (\w)/.exec(userText(body))?.[1] }),
+    });
+  }
+
+  async function postPullRequest(): Promise<string> {
+    const body = JSON.stringify(PR_PAYLOAD);
+    const response = await fetch(`${url}/webhooks/github`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "pull_request",
+        "x-github-delivery": crypto.randomUUID(),
+        "x-hub-signature-256": await sign(GITHUB_SECRET, body),
+      },
+      body,
+    });
+    expect(response.status).toBe(202);
+    return ((await response.json()) as { trigger: string }).trigger;
+  }
+
+  async function orchestratedTasks(invocationId: string) {
+    const { rows } = await pool.query(
+      "SELECT * FROM svc.tasks WHERE invocation_id = $1 AND spec IS NOT NULL ORDER BY seq",
+      [invocationId],
+    );
+    return rows;
+  }
+
+  it("a pull_request.opened creates three tasks; two succeed, one fails; one combined review is published; the trace shows them", async () => {
+    const id = await postPullRequest();
+    const trigger = await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
+    const tasks = await orchestratedTasks(invocations[0].id);
+    expect(tasks.map((task) => [task.spec.inputs.area, task.status, task.diagnostic?.code ?? null])).toEqual([
+      ["src", "completed", null],
+      ["docs", "completed", null],
+      ["tests", "failed", "result_invalid"],
+    ]);
+    expect(
+      tasks.every((task) => task.target === "reviewers" && task.spec.principal === "pull-request-reviewer"),
+    ).toBe(true);
+    // the orchestrator's agent task is the parent of all three
+    const parent = await pool.query("SELECT kind, name FROM svc.tasks WHERE id = $1", [tasks[0].parent_id]);
+    expect(parent.rows[0]).toEqual({ kind: "agent", name: "agent on planner" });
+    // exactly one review, combining both findings and naming the failure, as the reviewer principal
+    const reviews = github.reviews.get(THREAD) ?? [];
+    expect(reviews).toHaveLength(1);
+    expect(reviews[0]!.body).toContain("src looks fine; docs looks fine. 1 area failed (result_invalid)");
+    expect(reviews[0]!.user.login).toBe("svc-reviewer");
+    // tasks publish nothing: the only review POST is the orchestrator's
+    expect(github.requests.filter((r) => r.method === "POST" && r.path.endsWith("/reviews"))).toHaveLength(1);
+    // tasks saw the review skill and their own instructions, and no task tools
+    const taskCalls = model.requests.filter(
+      (r) => r.key === "task-key" && r.path.endsWith("/chat/completions"),
+    );
+    expect(taskCalls).toHaveLength(3);
+    expect(JSON.stringify(taskCalls[0]!.body)).toContain("# Skill: review");
+    expect(offeredTools(taskCalls[0]!.body!)).not.toContain("create_task");
+    const orchestratorCalls = model.requests.filter(
+      (r) => r.key === "orch-key" && r.path.endsWith("/chat/completions"),
+    );
+    expect(offeredTools(orchestratorCalls[0]!.body!)).toEqual(
+      expect.arrayContaining(["create_task", "list_tasks", "wait_tasks", "read_task_result", "cancel_task"]),
+    );
+
+    // GET /trace/:id: the tasks with status, target, duration, diagnostic, under the orchestrator
+    const trace = (await (await fetch(`${url}/trace/${id}`)).json()) as {
+      tasks: {
+        id: string;
+        parentId: string | null;
+        status: string;
+        target: string | null;
+        durationMs: number | null;
+        diagnostic: { code: string } | null;
+      }[];
+    };
+    const traced = trace.tasks.filter((task) => task.parentId === tasks[0].parent_id);
+    expect(traced.map((task) => [task.status, task.target, task.diagnostic?.code ?? null])).toEqual([
+      ["completed", "reviewers", null],
+      ["completed", "reviewers", null],
+      ["failed", "reviewers", "result_invalid"],
+    ]);
+    expect(traced.every((task) => typeof task.durationMs === "number")).toBe(true);
+    // svc trace draws them as a tree under the orchestrator; --json keeps the contract's keys
+    const tree = await svc(url, "trace", id);
+    const taskLines = tree
+      .split("\n")
+      .filter((line) => line.trim().startsWith("task ") && tasks.some((task) => line.includes(task.id)));
+    expect(taskLines).toHaveLength(3);
+    for (const line of taskLines)
+      expect(line).toMatch(/^ {6,}task tsk_\w+ {2}agent task \d.*(completed|failed)/);
+    expect(taskLines[2]).toContain("[result_invalid]");
+    const json = JSON.parse(await svc(url, "trace", id, "--json")) as Record<string, unknown>;
+    expect(Object.keys(json).sort()).toEqual(["artifacts", "invocations", "tasks", "trigger", "workload"]);
+    expect((json.tasks as { id: string }[]).map((task) => task.id)).toEqual(
+      expect.arrayContaining(tasks.map((task) => task.id)),
+    );
+  });
+
+  it("the ninth create_task with max_tasks 8 is a tool error; the run does not crash", async () => {
+    const id = await postWebhook(url, "greedy", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].status, JSON.stringify(invocations[0].diagnostic)).toBe("completed");
+    const answers = (invocations[0].result as { answers: string[] }).answers;
+    expect(answers).toHaveLength(9);
+    for (const text of answers.slice(0, 8)) expect(JSON.parse(text).id).toMatch(/^tsk_/);
+    expect(answers[8]).toContain("max_tasks reached: this run already created 8 tasks");
+    expect(await orchestratedTasks(invocations[0].id)).toHaveLength(8);
+    // the orchestrator ended at once: what had not finished was cancelled, nothing is left open
+    await waitFor(
+      async () =>
+        (await orchestratedTasks(invocations[0].id)).every((task) =>
+          ["completed", "cancelled"].includes(task.status),
+        ),
+      "the greedy run's tasks to settle",
+    );
+  });
+
+  it("a skill needing pull-request-reviewer without the binding is refused with the binding's name", async () => {
+    const id = await postWebhook(url, "unbound", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    const refused = (invocations[0].result as { refused: string }).refused;
+    expect(refused).toContain('skill "review" requires the principal binding "pull-request-reviewer"');
+    expect(await orchestratedTasks(invocations[0].id)).toHaveLength(0);
+  });
+
+  it("a task calling create_task gets Forbidden (depth 1)", async () => {
+    const id = await postWebhook(url, "nested", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    const [task] = await orchestratedTasks(invocations[0].id);
+    expect(task.status).toBe("completed");
+    expect(task.result.nested).toMatch(/Forbidden/);
+    const calls = model.requests.filter(
+      (r) => r.key === "nested-task-key" && r.path.endsWith("/chat/completions"),
+    );
+    expect(offeredTools(calls[0]!.body!)).not.toContain("create_task");
+    expect(await orchestratedTasks(invocations[0].id)).toHaveLength(1);
+  });
+
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  async function taskPids(workload: string, ids: string[]): Promise<number[]> {
+    const pids: number[] = [];
+    for (const id of ids) {
+      const text = await readFile(join(dir, "workspaces", workload, id, "run", "pid"), "utf8").catch(
+        () => "",
+      );
+      if (text.trim()) pids.push(Number(text));
+    }
+    return pids;
+  }
+
+  it("cancelling the invocation through the API kills its running tasks", async () => {
+    const id = await postWebhook(url, "stuck", HOOK_TOKEN, {});
+    const { workloads, invocations } = await waitFor(async () => {
+      const found = await lineage(pool, id);
+      const inv = found.invocations[0];
+      if (!inv) return undefined;
+      const running = (await orchestratedTasks(inv.id)).filter((task) => task.status === "running");
+      return running.length === 2 ? found : undefined;
+    }, "both tasks to run");
+    const ids = (await orchestratedTasks(invocations[0].id)).map((task) => task.id);
+    const pids = await waitFor(async () => {
+      const found = await taskPids(workloads[0].id, ids);
+      return found.length === 2 ? found : undefined;
+    }, "both task processes");
+    expect(pids.every(alive)).toBe(true);
+    const response = await fetch(`${url}/invocations/${invocations[0].id}/cancel`, { method: "POST" });
+    expect(response.status).toBe(200);
+    await waitFor(async () => !pids.some(alive), "the task processes to be killed");
+    const tasks = await orchestratedTasks(invocations[0].id);
+    expect(tasks.map((task) => task.status)).toEqual(["cancelled", "cancelled"]);
+    const trigger = await waitForTrigger(pool, id);
+    expect(trigger.status).not.toBe("running");
+  });
+
+  it("three tasks run in parallel; svc's overhead beyond the agents' own time is reported", async () => {
+    const started = Date.now();
+    const id = await postWebhook(url, "triple", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const wall = Date.now() - started;
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].result).toEqual({ parts: 3 });
+    const chat = (key: string) =>
+      model.requests.filter((r) => r.key === key && r.path.endsWith("/chat/completions"));
+    const tasks = chat("triple-task-key");
+    expect(tasks).toHaveLength(3);
+    // all three model calls were in flight at once
+    const lastStart = Math.max(...tasks.map((r) => r.receivedAt));
+    const firstEnd = Math.min(...tasks.map((r) => r.answeredAt!));
+    expect(lastStart).toBeLessThan(firstEnd);
+    const orchestratorModel = chat("triple-key").reduce((sum, r) => sum + (r.answeredAt! - r.receivedAt), 0);
+    const taskModel = Math.max(...tasks.map((r) => r.answeredAt! - r.receivedAt));
+    const overhead = wall - orchestratorModel - taskModel;
+    console.log(
+      `three parallel tasks: wall ${wall} ms, orchestrator model ${orchestratorModel} ms, longest task model ${taskModel} ms, svc overhead ${overhead} ms (task starts spread ${lastStart - Math.min(...tasks.map((r) => r.receivedAt))} ms)`,
+    );
+    expect(overhead).toBeGreaterThan(0);
+  });
+
+  it("a worker SIGKILLed during a task leaves nothing stuck: the sweeper queues it again, the retried orchestrator finds it", async () => {
+    await worker!.stop("SIGTERM");
+    const victim = await spawnWorker();
+    const id = await postWebhook(url, "fragile", HOOK_TOKEN, {});
+    const { workloads, invocations } = await waitFor(async () => {
+      const found = await lineage(pool, id);
+      const inv = found.invocations[0];
+      if (!inv) return undefined;
+      return (await orchestratedTasks(inv.id)).some((task) => task.status === "running") ? found : undefined;
+    }, "the task to run");
+    const [task] = await orchestratedTasks(invocations[0].id);
+    const [pid] = await waitFor(async () => {
+      const found = await taskPids(workloads[0].id, [task.id]);
+      return found.length === 1 ? found : undefined;
+    }, "the task process");
+    victim.child.kill("SIGKILL");
+    await victim.exited;
+    await waitFor(async () => !alive(pid!), "the killed worker's task process to die with it");
+    worker = await spawnWorker();
+    const trigger = await waitForTrigger(pool, id, ["completed", "error"]);
+    const after = await lineage(pool, id);
+    expect(trigger.status, JSON.stringify(after.invocations[0]?.diagnostic)).toBe("completed");
+    const tasks = await orchestratedTasks(invocations[0].id);
+    // one task, not two: the retried orchestrator listed it instead of creating it again
+    expect(tasks.map((row) => [row.status, row.attempts])).toEqual([["completed", 2]]);
+    expect(after.invocations[0].attempts).toBe(2);
+    expect((after.invocations[0].result as { waited: { done: boolean } }).waited.done).toBe(true);
+    const stuck = await pool.query(
+      "SELECT (SELECT count(*) FROM svc.tasks WHERE status IN ('running', 'queued', 'pending'))::int AS tasks, (SELECT count(*) FROM svc.invocations WHERE status IN ('running', 'queued'))::int AS invocations",
+    );
+    expect(stuck.rows[0]).toEqual({ tasks: 0, invocations: 0 });
+    const entries = await readdir(join(dir, "workspaces", workloads[0].id));
+    expect(entries).toContain(task.id);
+  });
+});
