@@ -20,15 +20,20 @@ export interface LastRun {
   at: Date;
 }
 
-/** The newest trigger of each of `repos` (those without any are absent). */
+/**
+ * The newest trigger of each of `repos` (those without any are absent). Each repository walks the
+ * triggers newest first (the `triggers_created_at` index) until one names it, so an active
+ * repository costs a short walk; one svc never ran for reads the whole table.
+ */
 export async function lastRunPerRepo(db: Queryable, repos: string[]): Promise<Map<string, LastRun>> {
   if (repos.length === 0) return new Map();
   const { rows } = await db.query<LastRun>(
-    `SELECT DISTINCT ON (repo) repo, t.id AS trigger, t.kind, t.event_name AS "eventName", t.status,
-            t.created_at AS at
-       FROM svc.triggers t CROSS JOIN LATERAL (SELECT ${REPO} AS repo) r
-      WHERE r.repo = ANY($1::text[])
-      ORDER BY repo, t.created_at DESC`,
+    `SELECT r.repo, x.trigger, x.kind, x."eventName", x.status, x.at
+       FROM unnest($1::text[]) AS r(repo)
+       JOIN LATERAL (
+         SELECT t.id AS trigger, t.kind, t.event_name AS "eventName", t.status, t.created_at AS at
+           FROM svc.triggers t WHERE ${REPO} = r.repo
+          ORDER BY t.created_at DESC, t.id DESC LIMIT 1) x ON true`,
     [repos],
   );
   return new Map(rows.map((row) => [row.repo, row]));

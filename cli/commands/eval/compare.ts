@@ -12,13 +12,17 @@ export default class EvalCompare extends Command {
     "is version:<v>, target:<name>, dates:<from>..<to> (to exclusive), run:<evr_…> (an eval run's replays), " +
     "original:<evr_…> (the original runs of the cases it replayed) or cases[:<tag>]. Needs `evals:write`.";
   static override examples = [
-    "<%= config.bin %> eval compare --pipeline pr-review --a version:1.2.0 --b version:1.3.0",
+    "<%= config.bin %> eval compare --a version:1.2.0 --b version:1.3.0",
+    "<%= config.bin %> eval compare --pipeline pr-review --a target:claude-main --b target:gpt-backup",
     "<%= config.bin %> eval compare --pipeline pr-review --a original:evr_2m4k6q8s0u2w4y6a8c0e --b run:evr_2m4k6q8s0u2w4y6a8c0e",
     "<%= config.bin %> eval compare --pipeline pr-review --a dates:2026-11-01..2026-11-08 --b dates:2026-11-08..2026-11-15 --json",
   ];
   static override enableJsonFlag = true;
   static override flags = {
-    pipeline: Flags.string({ description: "the pipeline", required: true, helpValue: "<name>" }),
+    pipeline: Flags.string({
+      description: "the pipeline (may be left out when the daemon runs only one)",
+      helpValue: "<name>",
+    }),
     a: Flags.string({ description: "the baseline cohort", required: true, helpValue: "<cohort>" }),
     b: Flags.string({ description: "the cohort compared with it", required: true, helpValue: "<cohort>" }),
   };

@@ -34,7 +34,10 @@ export default class EvalStats extends Command {
   ];
   static override enableJsonFlag = true;
   static override flags = {
-    pipeline: Flags.string({ description: "the pipeline", required: true, helpValue: "<name>" }),
+    pipeline: Flags.string({
+      description: "the pipeline (may be left out when the daemon runs only one)",
+      helpValue: "<name>",
+    }),
     since: Flags.string({ description: "only runs since (ISO time or 30m, 24h, 7d)", helpValue: "<when>" }),
   };
 

@@ -14,9 +14,14 @@ import { querySince, queryString } from "../input.ts";
  * agreed with curated expectations, and the comparison of two cohorts.
  */
 
+/** `pipeline`, which may be left out when the daemon runs exactly one pipeline. */
 async function pipelineParam(ctx: RouteContext): Promise<string> {
-  const name = queryString(ctx.req, "pipeline");
-  if (!name) throw badRequest('query parameter "pipeline" (a pipeline name) is required');
+  const configured = Object.keys(ctx.deps.config.pipelines).sort();
+  const name = queryString(ctx.req, "pipeline") ?? (configured.length === 1 ? configured[0] : undefined);
+  if (!name)
+    throw badRequest(
+      `query parameter "pipeline" is required: the daemon runs ${configured.length} pipelines (${configured.join(", ") || "none"})`,
+    );
   // a pipeline removed from the configuration still has its recorded runs to compare
   if (ctx.deps.config.pipelines[name] || (await pipelineHasRecords(ctx.deps.pool, name))) return name;
   throw notFound("pipeline");

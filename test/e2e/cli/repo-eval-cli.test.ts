@@ -103,6 +103,28 @@ describe("svc eval", () => {
     expect(refused.stderr).toContain('"a" must be a cohort such as version:1.2.0');
   });
 
+  it("compare and stats may leave out --pipeline when the daemon runs exactly one", async () => {
+    const base = apiConfig(null);
+    const single = await startApi(db.url, { ...base, pipelines: { plain: base.pipelines.plain! } });
+    try {
+      const run = ok(
+        await svc(["eval", "compare", "--a", "version:1.0.0", "--b", "target:local-agent", "--json"], {
+          ...env(),
+          SVC_DAEMON_URL: single.url,
+        }),
+      );
+      expect(JSON.parse(run.stdout)).toMatchObject({ pipeline: "plain", a: { runs: 1 }, b: { runs: 1 } });
+    } finally {
+      await single.close();
+    }
+    const ambiguous = await svc(["eval", "stats"], env());
+    expect(ambiguous.code).toBe(1);
+    // oclif wraps a long error over lines that start with " ›"
+    expect(ambiguous.stderr.replace(/\s+›?\s*/g, " ")).toContain(
+      "the daemon runs 2 pipelines (nightly, plain)",
+    );
+  });
+
   it("show, edit and delete a case", async () => {
     const { evals } = JSON.parse(ok(await svc(["eval", "list", "--json"], env())).stdout);
     const id = evals[0].id as string;

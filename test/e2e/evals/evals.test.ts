@@ -199,6 +199,14 @@ describe("GET /evals/compare", () => {
     );
   });
 
+  it("needs the pipeline named when the daemon runs more than one", async () => {
+    const { status, body } = await call("GET", "/evals/compare?a=version:1.2.0&b=version:1.3.0");
+    expect(status).toBe(400);
+    expect(body.error.message).toBe(
+      'query parameter "pipeline" is required: the daemon runs 2 pipelines (pr-review, pr-small)',
+    );
+  });
+
   it("answers 404 for a pipeline neither configured nor ever run", async () => {
     const { status, body } = await call("GET", "/evals/stats?pipeline=pr-reveiw");
     expect(status).toBe(404);
