@@ -40,7 +40,9 @@ const KEYS = {
   overloaded: "key-overloaded-0004",
   broken: "key-broken-0005",
   backup: "key-backup-0006",
+  rambling: "key-rambling-0007",
 };
+const RAMBLE = "I looked around but could not decide.";
 
 function target(runtime: string, name: string, bin: string, baseUrl: string, credentials: string[]) {
   const list = credentials.map((key, index) => `{ name: c${index}, secret: "\${${key}}" }`).join(", ");
@@ -71,8 +73,9 @@ function files(runtime: string, bin: string, baseUrl: string, github: FakeGitHub
     dead-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
     cool-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
     broken-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
+    ramble-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
 targets:
-${target(runtime, "main", bin, baseUrl, ["KEY_REVIEW"])}${target(runtime, "revoked", bin, baseUrl, ["KEY_REVOKED"])}${target(runtime, "busy", bin, baseUrl, ["KEY_THROTTLED", "KEY_OVERLOADED"])}${target(runtime, "broken", bin, baseUrl, ["KEY_BROKEN"])}${target(runtime, "backup", bin, baseUrl, ["KEY_BACKUP"])}  local: { runtime: command, command: [/bin/cat] }
+${target(runtime, "main", bin, baseUrl, ["KEY_REVIEW"])}${target(runtime, "revoked", bin, baseUrl, ["KEY_REVOKED"])}${target(runtime, "busy", bin, baseUrl, ["KEY_THROTTLED", "KEY_OVERLOADED"])}${target(runtime, "broken", bin, baseUrl, ["KEY_BROKEN"])}${target(runtime, "backup", bin, baseUrl, ["KEY_BACKUP"])}${target(runtime, "rambling", bin, baseUrl, ["KEY_RAMBLING"])}  local: { runtime: command, command: [/bin/cat] }
 ask:
   targets: [local]
 codehost:
@@ -100,6 +103,7 @@ outputs:
     "pipelines/dead.yaml": pipeline("dead-hook", "revoked, backup"),
     "pipelines/cool.yaml": pipeline("cool-hook", "busy, backup"),
     "pipelines/broken.yaml": pipeline("broken-hook", "broken, backup"),
+    "pipelines/ramble.yaml": pipeline("ramble-hook", "rambling, backup"),
   };
 }
 
@@ -127,6 +131,7 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
       fake.behave(KEYS.throttled, { kind: "error", status: 429, retryAfter: "120" });
       fake.behave(KEYS.overloaded, { kind: "error", status: 529 });
       fake.behave(KEYS.broken, { kind: "error", status: 500 });
+      fake.behave(KEYS.rambling, { kind: "script", note: NOTE, result: RAMBLE });
       database = await createTestDatabase(inject("adminDatabaseUrl"));
       github = await startFakeGitHub({ users: { [CODEHOST_TOKEN]: "svc-bot" } });
       dir = await writeConfigDir(files(runtime, bin, `${fake.url}${apiPath}`, github));
@@ -144,6 +149,7 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
         KEY_OVERLOADED: KEYS.overloaded,
         KEY_BROKEN: KEYS.broken,
         KEY_BACKUP: KEYS.backup,
+        KEY_RAMBLING: KEYS.rambling,
       };
       const started = await startIngress(env);
       ingress = started.role;
@@ -196,13 +202,13 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
       expect(invocations[0].result).toEqual(REVIEW);
       // the note was written through svc's MCP server, bound to this invocation by its token
       const notes = await pool.query("SELECT * FROM svc.notes WHERE invocation_id = $1", [invocations[0].id]);
-      expect(notes.rows).toMatchObject([{ pipeline: "pr-review", title: NOTE.title, body: NOTE.body }]);
+      const transcript = artifacts.find((artifact) => artifact.name === "transcript");
+      const text = transcript.rendered as string;
+      expect(notes.rows, text).toMatchObject([{ pipeline: "pr-review", title: NOTE.title, body: NOTE.body }]);
       const [review] = github.reviews.get(THREAD) ?? [];
       expect(review?.body).toContain(REVIEW.review.body);
       expect(review?.body).toContain(`pr-review 2.0.0 · ${id}`);
       // the transcript is the CLI's event stream, with svc's summary of it
-      const transcript = artifacts.find((artifact) => artifact.name === "transcript");
-      const text = transcript.rendered as string;
       expect(text).toMatch(
         runtime === "codex"
           ? /"type":"mcp_tool_call".*"tool":"submit_note"/
@@ -272,6 +278,21 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
       });
       expect(await cooldown("broken", "c0")).toBeUndefined();
       await waitFor(async () => fake.seen(KEYS.broken).length > 0, "the broken target to be tried");
+    });
+
+    it("a final answer with no JSON object is result_invalid, with the CLI's final text in the transcript; no failover", async () => {
+      const backupCalls = fake.seen(KEYS.backup).length;
+      const id = await postWebhook(url, "ramble-hook", HOOK_TOKEN, {});
+      await waitForTrigger(pool, id);
+      const { invocations, artifacts } = await lineage(pool, id);
+      expect(invocations[0]).toMatchObject({
+        status: "failed",
+        target: "rambling",
+        diagnostic: { code: "result_invalid", target: "rambling" },
+      });
+      const transcript = artifacts.find((artifact) => artifact.name === "transcript");
+      expect(transcript.rendered).toContain(`# final message (no JSON object):\n${RAMBLE}`);
+      expect(fake.seen(KEYS.backup).length).toBe(backupCalls);
     });
   });
 }
