@@ -2,7 +2,6 @@
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sign } from "@octokit/webhooks-methods";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { AgentCliRuntime } from "../../../shared/agent-clis/pins.ts";
@@ -10,6 +9,7 @@ import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpe
 import { installPinnedCli } from "../../support/agent-clis.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { type FakeGitHub, startFakeGitHub } from "../outputs/fake-github.ts";
+import { PR_PAYLOAD, postSignedPullRequest, THREAD } from "../outputs/pull-request.ts";
 import {
   postWebhook,
   type RoleProcess,
@@ -19,18 +19,12 @@ import {
 } from "../worker/processes.ts";
 import type { LoopbackModel } from "./loopback-model.ts";
 
-const ROOT = join(import.meta.dirname, "../../..");
 const HOOK_TOKEN = "e2e-agent-cli-hook-token";
 const GITHUB_SECRET = "e2e-agent-cli-github-secret";
 const CODEHOST_TOKEN = "ghs_agentCliDefaultToken001";
 const NOTE = { title: "learned", body: "the review found two problems", tags: ["e2e"] };
 const REVIEW = { review: { event: "COMMENT", body: "Looks careful; one question on the error path." } };
 const SUMMARY = { summary: "done" };
-
-const PR_PAYLOAD = JSON.parse(
-  await readFile(join(ROOT, "ingress/webhooks/codehost/fixtures/pull_request/opened.payload.json"), "utf8"),
-) as { number: number; repository: { full_name: string } };
-const THREAD = `${PR_PAYLOAD.repository.full_name}#${PR_PAYLOAD.number}`;
 
 /** The model API keys of the targets, each told to the fake as a behaviour. */
 const KEYS = {
@@ -112,189 +106,187 @@ outputs:
  * ingress and worker processes, real Postgres, the loopback model API `fake` and a loopback code host.
  */
 export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackModel, apiPath: string) {
-  describe(`runtime ${runtime}: the pinned CLI runs the pipeline (real ingress + worker, loopback model and code host)`, () => {
-    let database: TestDatabase;
-    let pool: pg.Pool;
-    let dir: string;
-    let hostHome: string;
-    let github: FakeGitHub;
-    let ingress: RoleProcess;
-    let worker: RoleProcess;
-    let url: string;
+  // a run starts a CLI of a few hundred MB up to three times: on a loaded machine that takes seconds
+  const options = { timeout: 120_000 };
+  describe(
+    `runtime ${runtime}: the pinned CLI runs the pipeline (real ingress + worker, loopback model and code host)`,
+    options,
+    () => {
+      let database: TestDatabase;
+      let pool: pg.Pool;
+      let dir: string;
+      let hostHome: string;
+      let github: FakeGitHub;
+      let ingress: RoleProcess;
+      let worker: RoleProcess;
+      let url: string;
 
-    beforeAll(async () => {
-      const bin = await installPinnedCli(runtime);
-      await fake.start();
-      fake.behave(KEYS.review, { kind: "script", note: NOTE, result: REVIEW });
-      fake.behave(KEYS.backup, { kind: "script", note: NOTE, result: SUMMARY });
-      fake.behave(KEYS.revoked, { kind: "error", status: 401 });
-      fake.behave(KEYS.throttled, { kind: "error", status: 429, retryAfter: "120" });
-      fake.behave(KEYS.overloaded, { kind: "error", status: 529 });
-      fake.behave(KEYS.broken, { kind: "error", status: 500 });
-      fake.behave(KEYS.rambling, { kind: "script", note: NOTE, result: RAMBLE });
-      database = await createTestDatabase(inject("adminDatabaseUrl"));
-      github = await startFakeGitHub({ users: { [CODEHOST_TOKEN]: "svc-bot" } });
-      dir = await writeConfigDir(files(runtime, bin, `${fake.url}${apiPath}`, github));
-      hostHome = await hostAgentConfig();
-      const env = {
-        SVC_CONFIG_DIR: dir,
-        SVC_DATABASE_URL: database.url,
-        HOME: hostHome,
-        HOOK_TOKEN,
-        GITHUB_SECRET,
-        CODEHOST_TOKEN,
-        KEY_REVIEW: KEYS.review,
-        KEY_REVOKED: KEYS.revoked,
-        KEY_THROTTLED: KEYS.throttled,
-        KEY_OVERLOADED: KEYS.overloaded,
-        KEY_BROKEN: KEYS.broken,
-        KEY_BACKUP: KEYS.backup,
-        KEY_RAMBLING: KEYS.rambling,
+      beforeAll(async () => {
+        const bin = await installPinnedCli(runtime);
+        await fake.start();
+        fake.behave(KEYS.review, { kind: "script", note: NOTE, result: REVIEW });
+        fake.behave(KEYS.backup, { kind: "script", note: NOTE, result: SUMMARY });
+        fake.behave(KEYS.revoked, { kind: "error", status: 401 });
+        fake.behave(KEYS.throttled, { kind: "error", status: 429, retryAfter: "120" });
+        fake.behave(KEYS.overloaded, { kind: "error", status: 529 });
+        fake.behave(KEYS.broken, { kind: "error", status: 500 });
+        fake.behave(KEYS.rambling, { kind: "script", note: NOTE, result: RAMBLE });
+        database = await createTestDatabase(inject("adminDatabaseUrl"));
+        github = await startFakeGitHub({ users: { [CODEHOST_TOKEN]: "svc-bot" } });
+        dir = await writeConfigDir(files(runtime, bin, `${fake.url}${apiPath}`, github));
+        hostHome = await hostAgentConfig();
+        const env = {
+          SVC_CONFIG_DIR: dir,
+          SVC_DATABASE_URL: database.url,
+          HOME: hostHome,
+          HOOK_TOKEN,
+          GITHUB_SECRET,
+          CODEHOST_TOKEN,
+          KEY_REVIEW: KEYS.review,
+          KEY_REVOKED: KEYS.revoked,
+          KEY_THROTTLED: KEYS.throttled,
+          KEY_OVERLOADED: KEYS.overloaded,
+          KEY_BROKEN: KEYS.broken,
+          KEY_BACKUP: KEYS.backup,
+          KEY_RAMBLING: KEYS.rambling,
+        };
+        const started = await startIngress(env);
+        ingress = started.role;
+        url = started.url;
+        worker = await startWorkerProcess({ ...env, SVC_DAEMON_URL: url });
+        pool = new pg.Pool({ connectionString: database.url, max: 2 });
+      }, 600_000);
+
+      afterAll(async () => {
+        await worker?.stop();
+        await ingress?.stop();
+        await fake.stop();
+        await github?.close();
+        await pool?.end();
+        await database?.drop();
+        if (dir) await rm(dir, { recursive: true, force: true });
+        if (hostHome) await rm(hostHome, { recursive: true, force: true });
+      });
+
+      const cooldown = async (targetName: string, credential: string) =>
+        (
+          await pool.query("SELECT * FROM svc.credential_cooldowns WHERE target = $1 AND credential = $2", [
+            targetName,
+            credential,
+          ])
+        ).rows[0];
+
+      /** Fires `hook` and waits: the run completes on the backup target after `targetName` was given up. */
+      const failedOverToBackup = async (hook: string) => {
+        const id = await postWebhook(url, hook, HOOK_TOKEN, {});
+        const trigger = await waitForTrigger(pool, id);
+        const found = await lineage(pool, id);
+        expect(trigger.status, JSON.stringify(found.invocations[0]?.diagnostic)).toBe("completed");
+        expect(found.invocations[0]).toMatchObject({ target: "backup", result: SUMMARY });
+        return found;
       };
-      const started = await startIngress(env);
-      ingress = started.role;
-      url = started.url;
-      worker = await startWorkerProcess({ ...env, SVC_DAEMON_URL: url });
-      pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    }, 600_000);
 
-    afterAll(async () => {
-      await worker?.stop();
-      await ingress?.stop();
-      await fake.stop();
-      await github?.close();
-      await pool?.end();
-      await database?.drop();
-      if (dir) await rm(dir, { recursive: true, force: true });
-      if (hostHome) await rm(hostHome, { recursive: true, force: true });
-    });
+      const runDirOf = async (triggerId: string) => {
+        const { workloads, invocations } = await lineage(pool, triggerId);
+        return join(dir, "workspaces", workloads[0].id, invocations[0].id, "run");
+      };
 
-    const cooldown = async (targetName: string, credential: string) =>
-      (
-        await pool.query("SELECT * FROM svc.credential_cooldowns WHERE target = $1 AND credential = $2", [
-          targetName,
-          credential,
-        ])
-      ).rows[0];
-
-    const runDirOf = async (triggerId: string) => {
-      const { workloads, invocations } = await lineage(pool, triggerId);
-      return join(dir, "workspaces", workloads[0].id, invocations[0].id, "run");
-    };
-
-    it("a signed pull_request.opened runs the CLI: its note is stored by the run's token, the review is published with the version footer", async () => {
-      const body = JSON.stringify(PR_PAYLOAD);
-      const response = await fetch(`${url}/webhooks/github`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "x-github-event": "pull_request",
-          "x-github-delivery": crypto.randomUUID(),
-          "x-hub-signature-256": await sign(GITHUB_SECRET, body),
-        },
-        body,
+      it("a signed pull_request.opened runs the CLI: its note is stored by the run's token, the review is published with the version footer", async () => {
+        const response = await postSignedPullRequest(url, GITHUB_SECRET, PR_PAYLOAD);
+        expect(response.status).toBe(202);
+        const id = ((await response.json()) as { trigger: string }).trigger;
+        const trigger = await waitForTrigger(pool, id);
+        const { invocations, artifacts } = await lineage(pool, id);
+        expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
+        expect(invocations[0].result).toEqual(REVIEW);
+        // the note was written through svc's MCP server, bound to this invocation by its token
+        const notes = await pool.query("SELECT * FROM svc.notes WHERE invocation_id = $1", [
+          invocations[0].id,
+        ]);
+        const transcript = artifacts.find((artifact) => artifact.name === "transcript");
+        const text = transcript.rendered as string;
+        expect(notes.rows, text).toMatchObject([
+          { pipeline: "pr-review", title: NOTE.title, body: NOTE.body },
+        ]);
+        const [review] = github.reviews.get(THREAD) ?? [];
+        expect(review?.body).toContain(REVIEW.review.body);
+        expect(review?.body).toContain(`pr-review 2.0.0 · ${id}`);
+        // the transcript is the CLI's event stream, with svc's summary of it
+        expect(text).toMatch(
+          runtime === "codex"
+            ? /"type":"mcp_tool_call".*"tool":"submit_note"/
+            : /"name":"mcp__svc__submit_note"/,
+        );
+        expect(text).toMatch(/# tool calls: .*submit_note/);
+        expect(text).toMatch(/# tokens: input [1-9]\d*/);
+        // the model API saw the credential and nothing else; never the run token
+        const runDir = await runDirOf(id);
+        const token = JSON.parse(
+          await readFile(join(runDir, "mcp.json"), "utf8"),
+        ).mcpServers.svc.headers.Authorization.replace("Bearer ", "");
+        expect(token).toMatch(/^svct_/);
+        const seen = fake.requests.filter((request) => request.key === KEYS.review);
+        expect(seen.length).toBeGreaterThanOrEqual(runtime === "codex" ? 2 : 1);
+        expect(fake.requests.filter((request) => request.key === KEYS.review || request.key === "")).toEqual(
+          seen,
+        );
+        for (const request of fake.requests) {
+          expect(request.text).not.toContain(token);
+          expect(JSON.stringify(request.headers)).not.toContain(token);
+        }
+        // the CLI ran with a private HOME under RUN_DIR: the host's own agent configuration stayed out
+        expect((await stat(join(runDir, "agent-home"))).isDirectory()).toBe(true);
+        await expect(stat(join(hostHome, "hook-ran"))).rejects.toThrow();
+        for (const request of fake.requests) expect(request.text).not.toContain("HOST-AGENT-SENTINEL");
       });
-      expect(response.status).toBe(202);
-      const id = ((await response.json()) as { trigger: string }).trigger;
-      const trigger = await waitForTrigger(pool, id);
-      const { invocations, artifacts } = await lineage(pool, id);
-      expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
-      expect(invocations[0].result).toEqual(REVIEW);
-      // the note was written through svc's MCP server, bound to this invocation by its token
-      const notes = await pool.query("SELECT * FROM svc.notes WHERE invocation_id = $1", [invocations[0].id]);
-      const transcript = artifacts.find((artifact) => artifact.name === "transcript");
-      const text = transcript.rendered as string;
-      expect(notes.rows, text).toMatchObject([{ pipeline: "pr-review", title: NOTE.title, body: NOTE.body }]);
-      const [review] = github.reviews.get(THREAD) ?? [];
-      expect(review?.body).toContain(REVIEW.review.body);
-      expect(review?.body).toContain(`pr-review 2.0.0 · ${id}`);
-      // the transcript is the CLI's event stream, with svc's summary of it
-      expect(text).toMatch(
-        runtime === "codex"
-          ? /"type":"mcp_tool_call".*"tool":"submit_note"/
-          : /"name":"mcp__svc__submit_note"/,
-      );
-      expect(text).toMatch(/# tool calls: .*submit_note/);
-      expect(text).toMatch(/# tokens: input [1-9]\d*/);
-      // the model API saw the credential and nothing else; never the run token
-      const runDir = await runDirOf(id);
-      const token = JSON.parse(
-        await readFile(join(runDir, "mcp.json"), "utf8"),
-      ).mcpServers.svc.headers.Authorization.replace("Bearer ", "");
-      expect(token).toMatch(/^svct_/);
-      const seen = fake.requests.filter((request) => request.key === KEYS.review);
-      expect(seen.length).toBeGreaterThanOrEqual(runtime === "codex" ? 2 : 1);
-      expect(fake.requests.filter((request) => request.key === KEYS.review || request.key === "")).toEqual(
-        seen,
-      );
-      for (const request of fake.requests) {
-        expect(request.text).not.toContain(token);
-        expect(JSON.stringify(request.headers)).not.toContain(token);
-      }
-      // the CLI ran with a private HOME under RUN_DIR: the host's own agent configuration stayed out
-      expect((await stat(join(runDir, "agent-home"))).isDirectory()).toBe(true);
-      await expect(stat(join(hostHome, "hook-ran"))).rejects.toThrow();
-      for (const request of fake.requests) expect(request.text).not.toContain("HOST-AGENT-SENTINEL");
-    });
 
-    it("a 401 from the model API marks the credential dead with the contract's log line; the next target takes over", async () => {
-      const id = await postWebhook(url, "dead-hook", HOOK_TOKEN, {});
-      const trigger = await waitForTrigger(pool, id);
-      const { invocations } = await lineage(pool, id);
-      expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
-      expect(invocations[0]).toMatchObject({ target: "backup", result: SUMMARY });
-      expect(await cooldown("revoked", "c0")).toMatchObject({ state: "dead", reason: "HTTP 401" });
-      const line = await worker.waitForLog(
-        (log) => log.event === "credential.dead" && log.target === "revoked",
-        "credential dead",
-      );
-      expect(String(line.message)).toContain("credential dead: revoked/c0 (HTTP 401)");
-      expect(worker.output.join("\n")).not.toContain(KEYS.revoked);
-      expect(fake.seen(KEYS.revoked)).toHaveLength(1);
-    });
-
-    it("a 429 and an overload park their credentials cooling; the next target takes over", async () => {
-      const id = await postWebhook(url, "cool-hook", HOOK_TOKEN, {});
-      const trigger = await waitForTrigger(pool, id);
-      const { invocations } = await lineage(pool, id);
-      expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
-      expect(invocations[0]).toMatchObject({ target: "backup", result: SUMMARY });
-      const throttled = await cooldown("busy", "c0");
-      expect(throttled).toMatchObject({ state: "cooling", reason: "HTTP 429", dead_at: null });
-      expect(throttled.until.getTime()).toBeGreaterThan(Date.now());
-      expect(await cooldown("busy", "c1")).toMatchObject({ state: "cooling", dead_at: null });
-      expect((await cooldown("busy", "c1")).reason).toMatch(/overloaded/);
-    });
-
-    it("any other failure fails over to the next target and leaves the credential alone", async () => {
-      const id = await postWebhook(url, "broken-hook", HOOK_TOKEN, {});
-      const trigger = await waitForTrigger(pool, id);
-      const { invocations, tasks } = await lineage(pool, id);
-      expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
-      expect(invocations[0]).toMatchObject({ target: "backup", result: SUMMARY });
-      expect(tasks.find((task) => task.name === "agent on broken")).toMatchObject({
-        status: "skipped",
-        diagnostic: { code: "agent_failed", target: "broken" },
+      it("a 401 from the model API marks the credential dead with the contract's log line; the next target takes over", async () => {
+        await failedOverToBackup("dead-hook");
+        expect(await cooldown("revoked", "c0")).toMatchObject({ state: "dead", reason: "HTTP 401" });
+        const line = await worker.waitForLog(
+          (log) => log.event === "credential.dead" && log.target === "revoked",
+          "credential dead",
+        );
+        expect(String(line.message)).toContain("credential dead: revoked/c0 (HTTP 401)");
+        expect(worker.output.join("\n")).not.toContain(KEYS.revoked);
+        expect(fake.seen(KEYS.revoked)).toHaveLength(1);
       });
-      expect(await cooldown("broken", "c0")).toBeUndefined();
-      await waitFor(async () => fake.seen(KEYS.broken).length > 0, "the broken target to be tried");
-    });
 
-    it("a final answer with no JSON object is result_invalid, with the CLI's final text in the transcript; no failover", async () => {
-      const backupCalls = fake.seen(KEYS.backup).length;
-      const id = await postWebhook(url, "ramble-hook", HOOK_TOKEN, {});
-      await waitForTrigger(pool, id);
-      const { invocations, artifacts } = await lineage(pool, id);
-      expect(invocations[0]).toMatchObject({
-        status: "failed",
-        target: "rambling",
-        diagnostic: { code: "result_invalid", target: "rambling" },
+      it("a 429 and an overload park their credentials cooling; the next target takes over", async () => {
+        await failedOverToBackup("cool-hook");
+        const throttled = await cooldown("busy", "c0");
+        expect(throttled).toMatchObject({ state: "cooling", reason: "HTTP 429", dead_at: null });
+        expect(throttled.until.getTime()).toBeGreaterThan(Date.now());
+        expect(await cooldown("busy", "c1")).toMatchObject({ state: "cooling", dead_at: null });
+        expect((await cooldown("busy", "c1")).reason).toMatch(/overloaded/);
       });
-      const transcript = artifacts.find((artifact) => artifact.name === "transcript");
-      expect(transcript.rendered).toContain(`# final message (no JSON object):\n${RAMBLE}`);
-      expect(fake.seen(KEYS.backup).length).toBe(backupCalls);
-    });
-  });
+
+      it("any other failure fails over to the next target and leaves the credential alone", async () => {
+        const { tasks } = await failedOverToBackup("broken-hook");
+        expect(tasks.find((task) => task.name === "agent on broken")).toMatchObject({
+          status: "skipped",
+          diagnostic: { code: "agent_failed", target: "broken" },
+        });
+        expect(await cooldown("broken", "c0")).toBeUndefined();
+        await waitFor(async () => fake.seen(KEYS.broken).length > 0, "the broken target to be tried");
+      });
+
+      it("a final answer with no JSON object is result_invalid, with the CLI's final text in the transcript; no failover", async () => {
+        const backupCalls = fake.seen(KEYS.backup).length;
+        const id = await postWebhook(url, "ramble-hook", HOOK_TOKEN, {});
+        await waitForTrigger(pool, id);
+        const { invocations, artifacts } = await lineage(pool, id);
+        expect(invocations[0]).toMatchObject({
+          status: "failed",
+          target: "rambling",
+          diagnostic: { code: "result_invalid", target: "rambling" },
+        });
+        const transcript = artifacts.find((artifact) => artifact.name === "transcript");
+        expect(transcript.rendered).toContain(`# final message (no JSON object):\n${RAMBLE}`);
+        expect(fake.seen(KEYS.backup).length).toBe(backupCalls);
+      });
+    },
+  );
 }
 
 /**
