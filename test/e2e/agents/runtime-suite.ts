@@ -219,6 +219,14 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
         );
         expect(text).toMatch(/# tool calls: .*submit_note/);
         expect(text).toMatch(/# tokens: input [1-9]\d*/);
+        // svc trace (GET /trace/:id) and the trace page show the same text
+        const trace = (await (await fetch(`${url}/trace/${id}`)).json()) as {
+          artifacts: Record<string, { rendered: Record<string, string | null> }>;
+        };
+        expect(trace.artifacts[invocations[0].id]?.rendered.transcript).toContain("# tool calls: ");
+        const page = await (await fetch(`${url}/ui/trace/${id}`)).text();
+        expect(page).toMatch(/# tool calls: .*submit_note/);
+        expect(page).toContain("# turns: ");
         // the model API saw the credential and nothing else; never the run token
         const runDir = await runDirOf(id);
         const token = JSON.parse(
