@@ -1,7 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
+import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { AgentCliRuntime } from "../../../shared/agent-clis/pins.ts";
@@ -19,6 +21,7 @@ import {
 } from "../worker/processes.ts";
 import type { LoopbackModel } from "./loopback-model.ts";
 
+const run = promisify(execFile);
 const HOOK_TOKEN = "e2e-agent-cli-hook-token";
 const GITHUB_SECRET = "e2e-agent-cli-github-secret";
 const CODEHOST_TOKEN = "ghs_agentCliDefaultToken001";
@@ -224,6 +227,10 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
           artifacts: Record<string, { rendered: Record<string, string | null> }>;
         };
         expect(trace.artifacts[invocations[0].id]?.rendered.transcript).toContain("# tool calls: ");
+        const shown = await svcTrace(url, id);
+        expect(shown).toMatch(
+          /artifact transcript .*\n +# turns: .*\n +# tool calls: .*submit_note.*\n +# tokens: input [1-9]/,
+        );
         const page = await (await fetch(`${url}/ui/trace/${id}`)).text();
         expect(page).toMatch(/# tool calls: .*submit_note/);
         expect(page).toContain("# turns: ");
@@ -295,6 +302,13 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
       });
     },
   );
+}
+
+/** `svc trace <id>` as an operator runs it against the daemon at `url`. */
+async function svcTrace(url: string, id: string): Promise<string> {
+  const bin = join(import.meta.dirname, "../../../bin/svc.js");
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), SVC_DAEMON_URL: url };
+  return (await run(process.execPath, [bin, "trace", id], { env })).stdout;
 }
 
 /**
