@@ -35,11 +35,20 @@ export interface RunTokenRequest {
 
 /**
  * How long a run token lives should nobody revoke it: the longest the agent may take (a command's
- * timeout; for an agent loop, the request timeout for each of its turns) plus a minute.
+ * timeout; for an agent loop, the request timeout for each of its turns; for an agent CLI, its
+ * timeout for each credential it may try) plus a minute.
  */
 export function runTokenLifetimeMs(target: Target): number {
-  const turns = target.runtime === "openai" ? (target.maxTurns ?? DEFAULT_MAX_TURNS) : 1;
-  return target.timeoutMs * turns + 60_000;
+  return target.timeoutMs * attempts(target) + 60_000;
+}
+
+/** How many times a target's timeout may pass in one run: per turn, per credential, or once. */
+function attempts(target: Target): number {
+  if (target.runtime === "openai") return target.maxTurns ?? DEFAULT_MAX_TURNS;
+  // an agent CLI runs again, from the start, on the next credential after a refusal
+  if (target.runtime === "claude-code" || target.runtime === "codex")
+    return Math.max(1, target.credentials.length);
+  return 1;
 }
 
 /** The scopes of a pipeline's run token: the base scopes plus `host:execute:<name>` per listed tool. */

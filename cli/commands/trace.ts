@@ -150,8 +150,11 @@ export function renderTree(answer: TraceAnswer): string[] {
         for (const child of tasks.filter((row) => row.parentId === task.id))
           lines.push(`${indent}      ${taskLine(child)}`);
       }
-      for (const artifact of answer.artifacts[invocation.id]?.manifest ?? []) {
+      const artifacts = answer.artifacts[invocation.id];
+      for (const artifact of artifacts?.manifest ?? []) {
         lines.push(`${indent}    artifact ${artifact.name}  ${artifact.mediaType}  ${artifact.size} bytes`);
+        if (artifact.name !== "transcript") continue;
+        for (const line of agentSummary(artifacts?.rendered.transcript)) lines.push(`${indent}      ${line}`);
       }
       for (const delivery of (answer.deliveries ?? []).filter((row) => row.invocationId === invocation.id)) {
         const where = delivery.url ?? (delivery.lastError ? `[${delivery.lastError}]` : "");
@@ -162,4 +165,11 @@ export function renderTree(answer: TraceAnswer): string[] {
     }
   }
   return lines;
+}
+
+/** The summary an agent CLI runtime appends to its transcript: turns, tool calls, token usage. */
+function agentSummary(transcript: string | null | undefined): string[] {
+  return (transcript ?? "")
+    .split("\n")
+    .filter((line) => /^# (turns|tool calls|tokens|mcp servers): /.test(line));
 }

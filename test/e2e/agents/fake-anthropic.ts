@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import {
+  finalText,
   LoopbackModel,
   offeredTool,
   type SeenRequest,
@@ -65,10 +66,10 @@ export class FakeAnthropic extends LoopbackModel {
     let block: Block;
     if (note && !called.has(note)) {
       block = { type: "tool_use", id: this.#id("toolu"), name: note, input: behaviour.note };
-    } else if (structured && !called.has(structured)) {
+    } else if (structured && !called.has(structured) && typeof behaviour.result !== "string") {
       block = { type: "tool_use", id: this.#id("toolu"), name: structured, input: behaviour.result };
     } else {
-      block = { type: "text", text: JSON.stringify(behaviour.result) };
+      block = { type: "text", text: finalText(behaviour.result) };
     }
     if (body.stream === true) this.#stream(response, String(body.model), block, request.text);
     else sendJson(response, 200, this.#message(String(body.model), [block], request.text));

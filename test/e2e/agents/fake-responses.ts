@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import {
+  finalText,
   LoopbackModel,
   offeredTool,
   type SeenRequest,
@@ -72,7 +73,7 @@ export class FakeResponses extends LoopbackModel {
             ...(note.namespace ? { namespace: note.namespace } : {}),
             args: JSON.stringify(behaviour.note),
           }
-        : { type: "message", id: this.#id("msg"), text: JSON.stringify(behaviour.result) };
+        : { type: "message", id: this.#id("msg"), text: finalText(behaviour.result) };
     this.#stream(response, String(body.model), item, request.text);
   }
 

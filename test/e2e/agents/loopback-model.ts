@@ -9,7 +9,8 @@ export type Behaviour =
   | {
       kind: "script";
       note: { title: string; body: string; tags?: string[] };
-      result: Record<string, unknown>;
+      /** the final answer: an object fitting result.schema, or text that is no JSON at all */
+      result: Record<string, unknown> | string;
     }
   | { kind: "error"; status: 401 | 403 | 429 | 500 | 529; retryAfter?: string };
 
@@ -127,6 +128,11 @@ export function sendEvents(
 /** The tool the CLI offers for svc's `name`: Claude Code and Codex both prefix MCP tools `mcp__<server>__`. */
 export function offeredTool(names: string[], name: string): string | undefined {
   return names.find((offered) => offered === name || offered.endsWith(`__${name}`));
+}
+
+/** The final answer's text: the result object as JSON, or the scripted text as it is. */
+export function finalText(result: Record<string, unknown> | string): string {
+  return typeof result === "string" ? result : JSON.stringify(result);
 }
 
 /** Rough token counts for the usage fields: a quarter of the characters, as tokenizers average. */

@@ -1,7 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
-import { readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
-import { sign } from "@octokit/webhooks-methods";
+import { rm } from "node:fs/promises";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
@@ -16,24 +14,14 @@ import {
 } from "../worker/processes.ts";
 import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
 import { type FakeSlack, startFakeSlack } from "./fake-slack.ts";
+import { PR_PAYLOAD, postSignedPullRequest, THREAD } from "./pull-request.ts";
 
-const ROOT = join(import.meta.dirname, "../../..");
 const HOOK_TOKEN = "e2e-outputs-hook-token";
 const GITHUB_SECRET = "e2e-outputs-github-secret";
 const CODEHOST_TOKEN = "ghs_defaultIdentityToken0001";
 const REVIEWER_TOKEN = "ghs_reviewerPrincipalToken42";
 const CHAT_TOKEN = "xoxb-e2e-releasebot-token";
 const SECRETS = [HOOK_TOKEN, GITHUB_SECRET, CODEHOST_TOKEN, REVIEWER_TOKEN, CHAT_TOKEN];
-
-const PR_PAYLOAD = JSON.parse(
-  await readFile(join(ROOT, "ingress/webhooks/codehost/fixtures/pull_request/opened.payload.json"), "utf8"),
-) as {
-  number: number;
-  repository: { full_name: string };
-  pull_request: { head: { sha: string } };
-  sender: { login: string };
-};
-const THREAD = `${PR_PAYLOAD.repository.full_name}#${PR_PAYLOAD.number}`;
 
 const REVIEW = {
   review: {
@@ -258,17 +246,7 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
   });
 
   async function postPullRequest(payload: unknown): Promise<string> {
-    const body = JSON.stringify(payload);
-    const response = await fetch(`${url}/webhooks/github`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-github-event": "pull_request",
-        "x-github-delivery": crypto.randomUUID(),
-        "x-hub-signature-256": await sign(GITHUB_SECRET, body),
-      },
-      body,
-    });
+    const response = await postSignedPullRequest(url, GITHUB_SECRET, payload);
     expect(response.status).toBe(202);
     return ((await response.json()) as { trigger: string }).trigger;
   }

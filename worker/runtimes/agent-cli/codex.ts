@@ -54,6 +54,9 @@ export const codex: AgentCli = {
         `mcp_servers.svc.url=${toml(access.mcpUrl)}`,
         `mcp_servers.svc.bearer_token_env_var="SVC_MCP_TOKEN"`,
         `mcp_servers.svc.default_tools_approval_mode="approve"`,
+        // the first model request waits for svc's tools; a server that does not come up ends the
+        // attempt (and the run fails over) instead of running the agent without them
+        "mcp_servers.svc.required=true",
       );
     }
     const argv = [target.bin ?? this.command, "exec", "--json", "--skip-git-repo-check", "--ephemeral"];

@@ -82,9 +82,17 @@ export async function runAgentCli(input: AgentCliRunInput): Promise<AgentOutcome
       );
       continue;
     }
-    return outcomeOf(target, outcome, report, input.transcriptFile);
+    const error = report.error === undefined ? undefined : redact(report.error, key);
+    return outcomeOf(target, outcome, { ...report, error }, input.transcriptFile);
   }
   return { kind: "unavailable", reason: `no usable credential on target ${target.name}` };
+}
+
+/** API keys as error messages quote them (OpenAI masks the middle of `sk-…`): none reaches a diagnostic. */
+const KEY_LIKE = /\b(sk|sk-ant|sk-proj)-[A-Za-z0-9_*.-]{6,}/g;
+
+function redact(text: string, key: string): string {
+  return text.split(key).join("[credential]").replace(KEY_LIKE, "[credential]");
 }
 
 /** What the CLI's report says about the credential, by the contract's credential table. */

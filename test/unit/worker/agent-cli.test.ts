@@ -1,0 +1,114 @@
+import { describe, expect, it } from "vitest";
+import { claudeCode } from "../../../worker/runtimes/agent-cli/claude-code.ts";
+import type { CliContext } from "../../../worker/runtimes/agent-cli/cli.ts";
+import { codex } from "../../../worker/runtimes/agent-cli/codex.ts";
+import { standaloneSchema } from "../../../worker/runtimes/agent-cli/result-schema.ts";
+
+const lines = (...events: unknown[]) => events.map((event) => JSON.stringify(event)).join("\n");
+const context = { runDir: "/nonexistent/run" } as CliContext;
+
+describe("agent CLI runtimes: reading what the CLI said", () => {
+  it("inlines handler schema ids so the CLI's structured-output mode gets one self-contained schema", () => {
+    const schema = standaloneSchema({
+      type: "object",
+      properties: { review: { $ref: "svc://schemas/codehost/review/v1" }, other: { $ref: "#/x" } },
+    });
+    const review = (schema.properties as Record<string, Record<string, unknown>>).review!;
+    expect(review).toMatchObject({ type: "object", required: ["event", "body"] });
+    expect(review.$id).toBeUndefined();
+    expect(JSON.stringify(schema)).not.toContain("svc://");
+    expect((schema.properties as Record<string, unknown>).other).toEqual({ $ref: "#/x" });
+  });
+
+  it("claude-code: the structured output is the result; the summary counts turns, tool calls and tokens", async () => {
+    const stdout = lines(
+      { type: "system", subtype: "init", mcp_servers: [{ name: "svc", status: "connected" }] },
+      { type: "assistant", message: { content: [{ type: "tool_use", name: "mcp__svc__submit_note" }] } },
+      { type: "assistant", message: { content: [{ type: "tool_use", name: "mcp__svc__submit_note" }] } },
+      {
+        type: "result",
+        subtype: "success",
+        is_error: false,
+        num_turns: 3,
+        result: "done",
+        structured_output: { summary: "ok" },
+        usage: { input_tokens: 120, output_tokens: 7, cache_read_input_tokens: 100 },
+      },
+    );
+    expect(await claudeCode.report(`warning: not JSON\n${stdout}`, context)).toEqual({
+      result: { summary: "ok" },
+      finalText: "done",
+      summary: [
+        "# mcp servers: svc connected",
+        "# turns: 3",
+        "# tool calls: mcp__svc__submit_note ×2",
+        "# tokens: input 120 (cache read 100), output 7",
+      ],
+    });
+  });
+
+  it("claude-code: api_error_status and overloaded_error, the turn limit, and no result event", async () => {
+    const refused = await claudeCode.report(
+      lines({ type: "result", is_error: true, api_error_status: 403, result: "forbidden" }),
+      context,
+    );
+    expect(refused).toMatchObject({ apiStatus: 403, overloaded: false, error: "forbidden" });
+    const busy = await claudeCode.report(
+      lines({ type: "result", is_error: true, api_error_status: 529, api_error_type: "overloaded_error" }),
+      context,
+    );
+    expect(busy).toMatchObject({ apiStatus: 529, overloaded: true });
+    const capped = await claudeCode.report(
+      lines({ type: "result", subtype: "error_max_turns", is_error: true }),
+      context,
+    );
+    expect(capped.turnLimit).toBe(true);
+    expect((await claudeCode.report("Segmentation fault\n", context)).error).toBe(
+      "it printed no result event",
+    );
+  });
+
+  it("codex: the HTTP status of turn.failed, tool calls and usage of the turn", async () => {
+    const failed = await codex.report(
+      lines(
+        { type: "turn.started" },
+        { type: "error", message: "exceeded retry limit, last status: 429 Too Many Requests, request id: r" },
+        {
+          type: "turn.failed",
+          error: { message: "exceeded retry limit, last status: 429 Too Many Requests" },
+        },
+      ),
+      context,
+    );
+    expect(failed).toMatchObject({ apiStatus: 429, overloaded: false });
+    const refused = await codex.report(
+      lines({
+        type: "turn.failed",
+        error: { message: "unexpected status 401 Unauthorized: Incorrect API key" },
+      }),
+      context,
+    );
+    expect(refused.apiStatus).toBe(401);
+    const done = await codex.report(
+      lines(
+        {
+          type: "item.completed",
+          item: { type: "mcp_tool_call", server: "svc", tool: "submit_note", status: "completed" },
+        },
+        {
+          type: "item.completed",
+          item: { type: "mcp_tool_call", server: "svc", tool: "read_note", status: "failed" },
+        },
+        { type: "turn.completed", usage: { input_tokens: 50, cached_input_tokens: 10, output_tokens: 5 } },
+      ),
+      context,
+    );
+    expect(done).toEqual({
+      summary: [
+        "# turns: 1",
+        "# tool calls: svc.submit_note, svc.read_note (failed)",
+        "# tokens: input 50 (cached 10), output 5",
+      ],
+    });
+  });
+});
