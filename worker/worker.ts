@@ -12,6 +12,7 @@ import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
 import type { Logger } from "../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
+import { unsandboxedPipelines } from "../shared/sandbox/settings.ts";
 import { ClaimLoop } from "./claim-loop.ts";
 import { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import { CoolingProbe } from "./credentials/probe.ts";
@@ -153,6 +154,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       lanes: laneStates.usable(),
       spawner: spawner.pid,
     });
+    const onHost = unsandboxedPipelines(config);
+    if (onHost.length > 0)
+      logger.warn(
+        `pipelines without sandbox run on this host as the worker's user, with its files and network: ${onHost.join(", ")}`,
+        { event: "worker.unsandboxed_pipelines", pipelines: onHost },
+      );
 
     let stopping: Promise<void> | undefined;
     const parts = { id, logger, slots, loop, stopSweeper, shutdown, opened };

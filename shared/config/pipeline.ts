@@ -134,6 +134,13 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const sandbox = readPipelineSandbox(f, root, Object.keys(principals).length > 0);
   const tools = readPipelineTools(f, root);
   const agentAccess = readAgentAccess(f, root);
+  if (sandbox && tools.length > 0)
+    f.report(
+      ["tools"],
+      "invalid_value",
+      '"tools" gives a sandboxed pipeline nothing - a sandboxed run\'s token is refused for host tools whatever its scopes; remove "tools" or "sandbox"',
+      "warning",
+    );
 
   // returned even when something above was wrong, so references are still checked and reported
   return {

@@ -13,3 +13,11 @@ export function sandboxSettings(config: Pick<ConfigSnapshot, "sandboxes">): Sand
     }
   );
 }
+
+/** Pipelines without `sandbox`: they run on the worker host, as its user, with its files and network. */
+export function unsandboxedPipelines(config: Pick<ConfigSnapshot, "pipelines">): string[] {
+  return Object.values(config.pipelines)
+    .filter((pipeline) => !pipeline.sandbox)
+    .map((pipeline) => pipeline.name)
+    .sort();
+}

@@ -137,3 +137,29 @@ describe("deploy/Dockerfile", () => {
       expect(Object.keys(pkg.dependencies), `${name} is imported at run time`).toContain(name);
   });
 });
+
+describe("deploy/images: the sandbox images", () => {
+  const image = async (name: string) =>
+    instructions(await readFile(join(DEPLOY, "images", name, "Dockerfile"), "utf8"));
+
+  it("each takes its base image as the build argument BASE_IMAGE and ends as a non-root user", async () => {
+    for (const [name, base] of [
+      ["agent", "node:24-bookworm-slim"],
+      ["studio", "agent:default"],
+    ] as const) {
+      const steps = await image(name);
+      expect(steps[0], name).toEqual({ op: "ARG", args: `BASE_IMAGE=${base}` });
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's own variable reference
+      expect(steps[1], name).toEqual({ op: "FROM", args: "${BASE_IMAGE}" });
+      expect(steps.at(-1), name).toEqual({ op: "USER", args: "1000:1000" });
+    }
+  });
+
+  it("the agent image installs exactly the CLI versions pinned in versions.json", async () => {
+    const steps = await image("agent");
+    expect(steps).toContainEqual({ op: "COPY", args: "versions.json /opt/svc/agent-versions.json" });
+    const install = steps.find((step) => step.op === "RUN" && step.args.includes("npm install --global"));
+    expect(install?.args).toContain('require("/opt/svc/agent-versions.json")');
+    expect(install?.args).toContain("claude --version && codex --version");
+  });
+});

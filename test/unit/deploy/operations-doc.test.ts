@@ -42,6 +42,23 @@ describe("docs/operations.md", () => {
     }
   });
 
+  it("explains sandboxes: engine, network, images, variants, pull, hardening and their limits", () => {
+    const sandboxes = section("Sandboxed runs");
+    for (const part of [
+      "### Engine and network",
+      "### Images",
+      "### `svc image pull` and `svc image list`",
+      "### What the container is",
+      "### What a sandbox does not protect against",
+      "**A pipeline without `sandbox` runs on the worker host**",
+      "sandbox_image_missing",
+      "sandbox_engine_unreachable",
+      "`agent:<variant>`",
+      "no-new-privileges",
+    ])
+      expect(sandboxes).toContain(part);
+  });
+
   it("names only deploy/ files that exist", () => {
     const paths = new Set([...doc.matchAll(/\bdeploy\/[\w./-]+[\w-]/g)].map((m) => m[0]));
     expect(paths.size).toBeGreaterThan(5);
