@@ -383,6 +383,15 @@ outputs:
       ["failed", "reviewers", "result_invalid"],
     ]);
     expect(traced.every((task) => typeof task.durationMs === "number")).toBe(true);
+    // the trace page draws them on the invocation's timeline, right under the orchestrator
+    const page = await (await fetch(`${url}/ui/trace/${id}`)).text();
+    const rows = page.split("<tr").filter((row) => row.startsWith(' class="subtask"'));
+    expect(rows).toHaveLength(3);
+    for (const row of rows)
+      expect(row).toMatch(
+        /on reviewers[\s\S]*<svg class="timeline"[\s\S]*<rect class="bar(-failed)?" x="[\d.]+"/,
+      );
+    expect(rows[2]).toContain("bar-failed");
     // svc trace draws them as a tree under the orchestrator; --json keeps the contract's keys
     const tree = await svc(url, "trace", id);
     const taskLines = tree
