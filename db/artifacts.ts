@@ -53,11 +53,15 @@ export async function upsertArtifact(db: Queryable, row: NewArtifact): Promise<v
   await db.query(text, values);
 }
 
-/** Transcripts past retention lose their stored text too; the row stays so the lineage remains readable. */
+/**
+ * Transcripts past retention (a run's, and an orchestrated task's `<task>/transcript`) lose their
+ * stored text too; the row stays so the lineage remains readable.
+ */
 export async function expireTranscripts(db: Queryable, olderThanDays: number): Promise<number> {
   const { rowCount } = await db.query(
     `UPDATE svc.artifacts SET rendered = NULL, path = NULL
-      WHERE name = 'transcript' AND (rendered IS NOT NULL OR path IS NOT NULL)
+      WHERE (name = 'transcript' OR (task_id IS NOT NULL AND name = task_id || '/transcript'))
+        AND (rendered IS NOT NULL OR path IS NOT NULL)
         AND created_at < now() - make_interval(days => $1)`,
     [olderThanDays],
   );

@@ -47,7 +47,13 @@ export async function sweepWorkspaces(
     }
     const invocations = await readdir(runDir, { withFileTypes: true }).catch(() => []);
     for (const invocation of invocations) {
-      if (!invocation.isDirectory() || !invocation.name.startsWith("inv_")) continue;
+      // an invocation's directory, or an orchestrated task's (worker/run-task.ts), which has its own checkout
+      if (!invocation.isDirectory() || !/^(inv|tsk)_/.test(invocation.name)) continue;
+      const own = join(runDir, invocation.name, "checkout");
+      if (invocation.name.startsWith("tsk_") && (await olderThan(own, now - checkoutDays * DAY_MS))) {
+        await rm(own, { recursive: true, force: true });
+        result.checkouts += 1;
+      }
       const transcript = join(runDir, invocation.name, "logs", "transcript.log");
       if (await olderThan(transcript, now - transcriptDays * DAY_MS)) {
         await rm(transcript, { force: true });

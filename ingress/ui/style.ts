@@ -34,6 +34,7 @@ td.notes { white-space: pre-wrap; word-break: break-word; }
 svg.timeline rect.track { fill: #eef0f4; }
 svg.timeline rect.bar { fill: #4a78d0; }
 svg.timeline rect.bar-failed { fill: #c62828; }
+tr.subtask td:nth-child(2) { padding-left: 1.5em; }
 form.filters { display: flex; gap: 12px; align-items: end; margin: 12px 0; }
 form.filters label, form.login label { display: flex; flex-direction: column; gap: 2px; color: var(--muted); }
 input, select, button { font: inherit; padding: 4px 8px; }

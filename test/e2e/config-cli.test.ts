@@ -41,7 +41,7 @@ describe("svc config validate", () => {
       SVC_CONFIG_DIR: join(ROOT, "examples/reference/.svc"),
     });
     expect(run.code).toBe(0);
-    expect(run.stdout.trim()).toMatch(/^configuration valid: 4 pipelines, 3 sources, 3 targets \(/);
+    expect(run.stdout.trim()).toMatch(/^configuration valid: 5 pipelines, 3 sources, 3 targets \(/);
   });
 
   it("exits 0 on the grown valid fixture, given by --dir", async () => {

@@ -163,11 +163,20 @@ async function agentLoop(
       ...(reply.tool_calls?.length ? { tool_calls: reply.tool_calls } : {}),
     });
     if (!reply.tool_calls?.length) return finalResult(target, reply);
-    for (const call of reply.tool_calls) {
-      if (input.signal.aborted) return { kind: "aborted" };
-      const text = await runToolCall(session, call, log, input.signal);
-      messages.push({ role: "tool", tool_call_id: call.id, content: text });
+    // the calls of one answer are independent (the model asked for them together): they run at
+    // once, so an orchestrator creating three tasks waits for one round trip, not three
+    const results = await Promise.all(
+      reply.tool_calls.map((call) => runToolCall(session, call, input.signal)),
+    );
+    for (const [index, call] of reply.tool_calls.entries()) {
+      const result = results[index]!;
+      await log(
+        `# tool ${call.function?.name ?? ""} ${call.function?.arguments ?? ""}${result.isError ? " (error)" : ""}`,
+      );
+      await log(result.text);
+      messages.push({ role: "tool", tool_call_id: call.id, content: result.text });
     }
+    if (input.signal.aborted) return { kind: "aborted" };
   }
   await log(`# turn limit: ${maxTurns} model calls without a final message`);
   return {
@@ -183,9 +192,8 @@ async function agentLoop(
 async function runToolCall(
   session: ToolSession | undefined,
   call: ToolCallRequest,
-  log: (line: string) => Promise<void>,
   signal: AbortSignal,
-): Promise<string> {
+): Promise<{ text: string; isError: boolean }> {
   const name = call.function?.name ?? "";
   let args: unknown;
   try {
@@ -193,15 +201,9 @@ async function runToolCall(
   } catch {
     args = undefined;
   }
-  const result =
-    args === undefined
-      ? { text: "error: the arguments are not valid JSON", isError: true }
-      : session
-        ? await session.call(name, args, signal)
-        : { text: "error: no tools are available in this run", isError: true };
-  await log(`# tool ${name} ${call.function?.arguments ?? ""}${result.isError ? " (error)" : ""}`);
-  await log(result.text);
-  return result.text;
+  if (args === undefined) return { text: "error: the arguments are not valid JSON", isError: true };
+  if (!session) return { text: "error: no tools are available in this run", isError: true };
+  return session.call(name, args, signal);
 }
 
 function finalResult(target: OpenAiTarget, reply: ChatMessage): AgentOutcome {

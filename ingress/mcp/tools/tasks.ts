@@ -25,7 +25,8 @@ const orchestratorOnly = (principal: Principal) => principal.run?.role === "orch
 
 const FINISHED = new Set(["completed", "failed", "cancelled"]);
 const SUMMARY_CHARS = 300;
-const POLL_MS = 200;
+// how often wait_tasks looks: a finished task is seen within this, for one indexed query per look
+const POLL_MS = 100;
 
 interface Orchestration {
   invocation: string;

@@ -178,7 +178,7 @@ describe("the npm package", () => {
         CI_TOKEN: "f",
       },
     );
-    expect(validate.stdout).toContain("configuration valid: 4 pipelines, 3 sources, 3 targets");
+    expect(validate.stdout).toContain("configuration valid: 5 pipelines, 3 sources, 3 targets");
     expect(validate.code).toBe(0);
   }, 600_000);
 });

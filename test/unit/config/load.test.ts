@@ -42,10 +42,19 @@ describe("loadConfig on the reference configuration", () => {
     const config = expectOk(await loadConfig({ dir: EXAMPLE_REFERENCE, env: REFERENCE_ENV }));
     expect(Object.keys(config.pipelines).sort()).toEqual([
       "deploy-notes",
+      "large-pr-review",
       "nightly-triage",
       "pr-review",
       "release-announce",
     ]);
+    // the orchestrated review, with its budgets as written
+    expect(config.pipelines["large-pr-review"]!.orchestrator).toMatchObject({
+      targets: ["gpt"],
+      maxTasks: 6,
+      maxParallel: 3,
+      taskTimeoutMs: 15 * 60_000,
+      timeoutMs: 45 * 60_000,
+    });
   });
 
   it("loads the copy in test/fixtures with no problems at all", async () => {
