@@ -13,7 +13,7 @@ import {
 } from "./dispatch.ts";
 import type { KnownRun } from "./execute-invocation.ts";
 import { targetUsable } from "./lanes.ts";
-import { type Lease as RunLease, takeLeases } from "./leases.ts";
+import { instant, type Lease as RunLease, takeLeases } from "./leases.ts";
 import { countClaimed } from "./metrics.ts";
 import type { Lease, Slots } from "./slots.ts";
 
@@ -201,6 +201,7 @@ export class ClaimLoop {
     const { boss, pool, workerId, staleAfterMs, leaseSeconds } = this.#deps;
     let fetched = 0;
     let runLeases = new Map<string, RunLease>();
+    const takenAt = instant();
     const claimed = await withTransaction(pool, async (client) => {
       const db = transactionDb(client);
       const jobs = await boss.fetch<InvocationJob>(lane, { batchSize: leases.length, db });
@@ -209,7 +210,7 @@ export class ClaimLoop {
       const ids = jobs.map((job) => job.data.invocationId);
       const rows = await claimInvocations(client, ids, workerId, staleAfterMs);
       const held = rows.map((row) => ({ invocationId: row.id, workerId, attempts: row.attempts }));
-      runLeases = await takeLeases(boss, client, held, leaseSeconds);
+      runLeases = await takeLeases(boss, client, held, leaseSeconds, takenAt);
       await boss.complete(
         lane,
         jobs.map((job) => job.id),
@@ -238,7 +239,11 @@ export class ClaimLoop {
     let fetched = 0;
     let unguarded: string[] = [];
     let outcomes: { triggerId: string; outcome: DispatchOutcome }[];
-    const claims = { workerId: this.#deps.workerId, left: this.#closing ? 0 : leases.length };
+    const claims = {
+      workerId: this.#deps.workerId,
+      left: this.#closing ? 0 : leases.length,
+      takenAt: instant(),
+    };
     try {
       outcomes = await withTransaction(pool, async (client) => {
         const jobs = await boss.fetch<DispatchJob>(DISPATCH_QUEUE, {
