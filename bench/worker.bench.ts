@@ -7,7 +7,8 @@
  *   printing `{}`), first by one worker process at its default concurrency, then by two; and of 2,000
  *   triggers that match no pipeline (completed with `no_matching_pipeline`). The workers are started
  *   and idle first; the triggers are committed in one transaction (as the ingress stores them) and
- *   one NOTIFY wakes the workers, so the clock measures draining, not start-up.
+ *   one NOTIFY wakes the workers, so the clock measures draining, not start-up. The no-match drain
+ *   runs again with examples/reference/.svc (2 workers): the figure the configuration must not cost.
  * - the process start: the latency step started by itself from a small Node process: what the
  *   step's process costs to start here, without svc;
  * - the process floor: the CPU a no-op run's two processes cost by themselves, and the drain
@@ -29,19 +30,15 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
+import { putSecret } from "../db/secrets.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
+import { readInstanceKey } from "../shared/secrets/instance-key.ts";
 import { database } from "./support/database.ts";
 import { cpuMs } from "./support/proc-cpu.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "svc.js");
-const REFERENCE_KNOWLEDGE = join(
-  dirname(fileURLToPath(import.meta.url)),
-  "..",
-  "examples",
-  "reference",
-  ".svc",
-  "knowledge",
-);
+const REFERENCE = join(dirname(fileURLToPath(import.meta.url)), "..", "examples", "reference", ".svc");
+const REFERENCE_KNOWLEDGE = join(REFERENCE, "knowledge");
 const LATENCY_SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const DRAIN_TRIGGERS = Number(process.env.BENCH_DRAIN ?? 2_000);
 const TOKEN = "bench-token";
@@ -196,6 +193,7 @@ async function main() {
   const db = await database();
   const dir = await mkdtemp(join(tmpdir(), "svc-bench-config-"));
   const children: ChildProcess[] = [];
+  let referenceDir: string | undefined;
   try {
     await mkdir(join(dir, "pipelines"), { recursive: true });
     await mkdir(join(dir, "agents", "bench"), { recursive: true });
@@ -347,9 +345,13 @@ async function main() {
       );
       return Number(rows[0].n);
     };
-    const drain = async (workers: number, source = "noop-hook"): Promise<number> => {
+    const drain = async (
+      workers: number,
+      source = "noop-hook",
+      roleEnv: Record<string, string> = env,
+    ): Promise<number> => {
       const started = await Promise.all(
-        Array.from({ length: workers }, () => startRole("worker", env, "worker.started")),
+        Array.from({ length: workers }, () => startRole("worker", roleEnv, "worker.started")),
       );
       for (const role of started) children.push(role.child);
       const client = await pool.connect();
@@ -397,6 +399,12 @@ async function main() {
     const noMatch = await drain(1, "nomatch-hook");
     const { rows: unmatched } = await pool.query(
       "SELECT count(*)::int AS n FROM svc.triggers WHERE source = 'nomatch-hook' AND diagnostic->>'code' = 'no_matching_pipeline'",
+    );
+    const reference = await referenceEnv(db.url);
+    referenceDir = reference.SVC_CONFIG_DIR;
+    const noMatchReference = await drain(2, "nomatch-reference", reference);
+    const { rows: unmatchedReference } = await pool.query(
+      "SELECT count(*)::int AS n FROM svc.triggers WHERE source = 'nomatch-reference' AND diagnostic->>'code' = 'no_matching_pipeline'",
     );
     await pool.end();
 
@@ -446,6 +454,10 @@ async function main() {
     console.log(
       `no match: ${unmatched[0].n} of ${DRAIN_TRIGGERS} triggers completed with no_matching_pipeline in ${noMatch.toFixed(2)} s = ${noMatchRate.toFixed(0)}/s (1 worker); target >= 2000/s: ${noMatchRate >= 2000 ? "met" : "MISSED"}`,
     );
+    const referenceRate = DRAIN_TRIGGERS / noMatchReference;
+    console.log(
+      `no match, reference configuration (examples/reference/.svc): ${unmatchedReference[0].n} of ${DRAIN_TRIGGERS} in ${noMatchReference.toFixed(2)} s = ${referenceRate.toFixed(0)}/s (2 workers); target >= 2000/s: ${referenceRate >= 2000 ? "met" : "MISSED"}`,
+    );
     console.log(
       `load average (1, 5, 15 min) at the end: ${loadavg()
         .map((n) => n.toFixed(2))
@@ -454,8 +466,46 @@ async function main() {
   } finally {
     for (const child of children) await stopRole(child).catch(() => {});
     await rm(dir, { recursive: true, force: true });
+    if (referenceDir) await rm(referenceDir, { recursive: true, force: true });
     await db.drop();
   }
+}
+
+/**
+ * examples/reference/.svc as it ships, runnable: its variables set, an instance key, and the stored
+ * secrets it names. `worker.metrics_port` is dropped: two workers on one host cannot share the port.
+ */
+async function referenceEnv(
+  databaseUrl: string,
+): Promise<Record<string, string> & { SVC_CONFIG_DIR: string }> {
+  const dir = await mkdtemp(join(tmpdir(), "svc-bench-reference-"));
+  await cp(REFERENCE, dir, { recursive: true });
+  const daemon = join(dir, "daemon.yaml");
+  await writeFile(daemon, (await readFile(daemon, "utf8")).replace(/^\s*metrics_port:.*$/m, ""));
+  const env = {
+    SVC_CONFIG_DIR: dir,
+    SVC_DATABASE_URL: databaseUrl,
+    DEPLOY_HOOK_TOKEN: TOKEN,
+    LINEAR_WEBHOOK_SECRET: "bench-linear",
+    OPENAI_KEY_A: "bench-key-a",
+    OPENAI_KEY_B: "bench-key-b",
+    CHAT_BOT_TOKEN: "bench-chat",
+    CI_TOKEN: "bench-ci",
+  };
+  const made = spawnSync(process.execPath, [BIN, "setup", "instance-key"], {
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+  });
+  if (made.status !== 0) throw new Error(`svc setup instance-key failed: ${made.stderr}`);
+  const key = await readInstanceKey(join(dir, "instance.key"));
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  try {
+    for (const name of ["webhook/github", "codehost/default", "codehost/principal/42", "metrics/token"])
+      await putSecret(pool, key, name, `bench-${name}`);
+  } finally {
+    await pool.end();
+  }
+  return env;
 }
 
 await main();

@@ -14,7 +14,7 @@ import {
 } from "./dispatch.ts";
 import type { KnownRun } from "./execute-invocation.ts";
 import { targetUsable } from "./lanes.ts";
-import { type Lease as RunLease, takeLeases } from "./leases.ts";
+import { instant, type Lease as RunLease, takeLeases } from "./leases.ts";
 import { countClaimed } from "./metrics.ts";
 import type { Lease, Slots } from "./slots.ts";
 
@@ -205,6 +205,7 @@ export class ClaimLoop {
     const { boss, pool, workerId, staleAfterMs, leaseSeconds } = this.#deps;
     let fetched = 0;
     let runLeases = new Map<string, RunLease>();
+    const takenAt = instant();
     const claimed = await withTransaction(pool, async (client) => {
       const db = transactionDb(client);
       const jobs = await boss.fetch<LaneJob>(lane, { batchSize: leases.length, db });
@@ -214,7 +215,7 @@ export class ClaimLoop {
       const ids = jobs.flatMap((job) => ("taskId" in job.data ? [] : [job.data.invocationId]));
       const runs = await claimInvocations(client, ids, workerId, staleAfterMs);
       const held = runs.map((row) => ({ invocationId: row.id, workerId, attempts: row.attempts }));
-      runLeases = await takeLeases(boss, client, held, leaseSeconds);
+      runLeases = await takeLeases(boss, client, held, leaseSeconds, takenAt);
       const rows = [...runs, ...(await claimOrchestratedTasks(client, taskIds, workerId, staleAfterMs))];
       await boss.complete(
         lane,
@@ -244,7 +245,11 @@ export class ClaimLoop {
     let fetched = 0;
     let unguarded: string[] = [];
     let outcomes: { triggerId: string; outcome: DispatchOutcome }[];
-    const claims = { workerId: this.#deps.workerId, left: this.#closing ? 0 : leases.length };
+    const claims = {
+      workerId: this.#deps.workerId,
+      left: this.#closing ? 0 : leases.length,
+      takenAt: instant(),
+    };
     try {
       outcomes = await withTransaction(pool, async (client) => {
         const jobs = await boss.fetch<DispatchJob>(DISPATCH_QUEUE, {

@@ -18,7 +18,7 @@ import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type EventContext, eventContext } from "./event-context.ts";
 import { laneFor } from "./lanes.ts";
-import { type Lease, takeLeases } from "./leases.ts";
+import { type Instant, type Lease, NEVER, takeLeases } from "./leases.ts";
 import { matchPipelines } from "./match-pipelines.ts";
 import { workspacePaths } from "./workspace.ts";
 
@@ -156,6 +156,8 @@ export type DispatchOutcome =
 export interface DispatchClaims {
   workerId: string;
   left: number;
+  /** an instant before the dispatch transaction began (see Lease.takenAt) */
+  takenAt?: Instant;
 }
 
 /**
@@ -193,7 +195,7 @@ export async function dispatchTriggers(
     outcomes.push({ triggerId, outcome });
   }
   await writeBatch(deps, client, batch);
-  await leaseClaimedRuns(deps, client, claims.workerId, outcomes);
+  await leaseClaimedRuns(deps, client, claims, outcomes);
   await deps.boss.complete(
     DISPATCH_QUEUE,
     jobs.map((job) => job.id),
@@ -207,9 +209,10 @@ export async function dispatchTriggers(
 async function leaseClaimedRuns(
   deps: DispatchDeps,
   client: pg.ClientBase,
-  workerId: string,
+  claims: DispatchClaims,
   outcomes: { outcome: DispatchOutcome }[],
 ): Promise<void> {
+  const { workerId } = claims;
   const runs = outcomes.flatMap(({ outcome }) =>
     outcome.kind === "dispatched" && outcome.claimed ? [outcome.claimed] : [],
   );
@@ -219,6 +222,8 @@ async function leaseClaimedRuns(
     client,
     runs.map((run) => ({ invocationId: run.invocation.id, workerId, attempts: run.invocation.attempts })),
     deps.leaseSeconds,
+    // unknown: no local bound, so every check of the claim asks pg-boss
+    claims.takenAt ?? NEVER,
   );
   for (const run of runs) run.lease = leases.get(run.invocation.id);
 }

@@ -24,7 +24,7 @@ import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import type { ResolvedEvent } from "./dispatch.ts";
 import { laneFor } from "./lanes.ts";
-import { completeLease, type Lease, touchLease } from "./leases.ts";
+import { completeLease, instant, type Lease, NEVER, touchLease, within } from "./leases.ts";
 import { recordInvocationEnd } from "./metrics.ts";
 import type { ProcessSpec } from "./process-tree.ts";
 import { CANCELLED, type RunEnd, runInvocation } from "./run-invocation.ts";
@@ -71,6 +71,9 @@ const ORCHESTRATOR_ENDED = diagnostic(
   "cancelled",
   "the orchestrator ended before the task finished; the task was cancelled and its processes killed",
 );
+
+/** Slack kept off the local bound of a held claim: event-loop stalls, clock rates. */
+const HELD_MARGIN_MS = 1_000;
 
 /** A run waiting for a credential is offered again after this long, not at once. */
 const RECHECK_SECONDS = 2;
@@ -123,9 +126,11 @@ export async function runClaimedInvocation(
     watch.stop();
   }
   if (!workload || !paths) throw new Error(`invocation ${invocationId} names no workload`);
-  await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch });
-  // a lease pg-boss already failed stays failed: the fenced complete leaves it alone
-  if (lease && !watch.claimLost()) await bestEffort(deps, "complete_lease", completeLease(deps.boss, lease));
+  const settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease });
+  // a run that finished completed its lease with its end; any other end completes it here. A lease
+  // pg-boss already failed stays failed: the complete is fenced to this attempt
+  if (lease && !settled && !watch.claimLost())
+    await bestEffort(deps, "complete_lease", completeLease(deps.boss, lease));
 }
 
 function removedPipeline(name: string): string {
@@ -165,11 +170,18 @@ function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal
   const onShutdown = () => controller.abort();
   shutdown.addEventListener("abort", onShutdown, { once: true });
   if (shutdown.aborted) controller.abort();
+  // Within this the claim is certainly held: pg-boss fails a lease no sooner than its
+  // heartbeatSeconds after its last renewal, and the stale-heartbeat backstop takes a row no sooner
+  // than staleAfterMs after its last heartbeat; both were stamped after the instant counted from.
+  const heldForMs = lease ? Math.min(lease.seconds * 1000, deps.staleAfterMs) - HELD_MARGIN_MS : 0;
+  let renewed = lease?.takenAt ?? NEVER;
   const beat = async (): Promise<boolean> => {
+    const startedAt = instant();
     const [row, leased] = await Promise.all([
       heartbeatInvocation(deps.records ?? pool, invocationId, workerId),
       lease ? touchLease(deps.boss, lease) : true,
     ]);
+    if (row && leased && !claimLost && !cancelled) renewed = startedAt;
     if ((row && leased) || claimLost || cancelled) return !claimLost && !cancelled;
     // the row left `running` under us (cancelled through the API, or taken over by another worker),
     // or pg-boss failed the lease because this worker missed its heartbeats
@@ -194,7 +206,11 @@ function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal
     signal: controller.signal,
     cancelled: () => cancelled,
     claimLost: () => claimLost,
-    stillHeld: beat,
+    // before a result is recorded: a claim renewed recently enough needs no round trip
+    stillHeld: async () => {
+      if (claimLost || cancelled) return false;
+      return within(renewed, heldForMs) || beat();
+    },
     stop: () => {
       clearInterval(heartbeat);
       shutdown.removeEventListener("abort", onShutdown);
@@ -210,10 +226,14 @@ interface Ended {
   paths: Workspace;
   end: RunEnd;
   watch: RunWatch;
+  lease?: Lease;
 }
 
-/** Records how the run ended: abandoned, cancelled, released for retry, or finished with its trigger settled. */
-async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
+/**
+ * Records how the run ended: abandoned, cancelled, released for retry, or finished with its trigger
+ * settled. True when the lease was completed with the end (a finished run: one commit for both).
+ */
+async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<boolean> {
   const { pool, logger } = deps;
   const { invocationId, workload, pipeline, paths, end } = ended;
   // `lost` comes back from a heartbeat that found the claim gone, or found the run cancelled
@@ -223,11 +243,16 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
       event: "invocation.abandoned",
       invocation: invocationId,
     });
-    return;
+    return false;
   }
-  if (ended.watch.cancelled() || end.kind === "cancelled" || end.kind === "lost")
-    return recordCancelled(deps, ended);
-  if (end.kind === "released") return release(deps, invocationId, pipeline, end.credentials === true);
+  if (ended.watch.cancelled() || end.kind === "cancelled" || end.kind === "lost") {
+    await recordCancelled(deps, ended);
+    return false;
+  }
+  if (end.kind === "released") {
+    await release(deps, invocationId, pipeline, end.credentials === true);
+    return false;
+  }
   // before the trigger settles, so a settled trigger never has a checkout left to remove
   if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
   // the run's end and its trigger's settlement commit together: one WAL flush, not two
@@ -241,6 +266,7 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
     // the orchestrator ended: what its tasks have not finished is cancelled, and their processes killed
     if (held && pipeline?.orchestrator)
       await cancelOrchestratedTasks(client, invocationId, ORCHESTRATOR_ENDED);
+    if (held && ended.lease) await completeLease(deps.boss, ended.lease, transactionDb(client));
     return held;
   });
   if (!finished) {
@@ -249,7 +275,7 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
       await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
       if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
     }
-    return;
+    return false;
   }
   logger.info(`invocation ${end.kind}`, {
     event: `invocation.${end.kind}`,
@@ -266,6 +292,7 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
   );
   // consecutive failures of one pipeline open its circuit breaker (docs/outputs.md)
   if (pipeline) await recordRunEnd(deps, workload.pipeline, end.kind);
+  return true;
 }
 
 /** The API already wrote `cancelled` (and its diagnostic): never overwrite it; close what is open. */

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { PgBoss } from "pg-boss";
+import type { Db, PgBoss } from "pg-boss";
 import { ensureQueue, transactionDb } from "../db/boss.ts";
 
 /**
@@ -27,6 +27,10 @@ const MAX_EXPIRY_SECONDS = 24 * 3600;
 export interface Lease {
   id: string;
   retryCount: number;
+  /** an instant before the claiming transaction began: pg-boss's clock for the lease started after it */
+  takenAt: Instant;
+  /** its heartbeatSeconds: pg-boss fails it no sooner than this long after its last renewal */
+  seconds: number;
 }
 
 /** What a lease says, so the sweeper can tell whether the run is still the one that lost it. */
@@ -67,6 +71,7 @@ export async function takeLeases(
   client: pg.ClientBase,
   runs: readonly LeaseData[],
   heartbeatSeconds: number,
+  takenAt: Instant,
 ): Promise<Map<string, Lease>> {
   if (runs.length === 0) return new Map();
   const db = transactionDb(client);
@@ -80,17 +85,51 @@ export async function takeLeases(
     ignoreStartAfter: true,
     db,
   });
-  return new Map(jobs.map((job) => [job.data.invocationId, { id: job.id, retryCount: job.retryCount }]));
+  return new Map(
+    jobs.map((job) => [
+      job.data.invocationId,
+      { id: job.id, retryCount: job.retryCount, takenAt, seconds: heartbeatSeconds },
+    ]),
+  );
+}
+
+/**
+ * A moment by two clocks: the monotonic one (immune to clock steps) and the wall clock (which,
+ * unlike the monotonic one on Linux, goes on while a host or VM is suspended). A local bound holds
+ * only while both say so.
+ */
+export interface Instant {
+  mono: number;
+  wall: number;
+}
+
+export function instant(): Instant {
+  return { mono: performance.now(), wall: Date.now() };
+}
+
+/** An instant no bound counts from: every check goes to the database. */
+export const NEVER: Instant = { mono: Number.NEGATIVE_INFINITY, wall: Number.NEGATIVE_INFINITY };
+
+/** True while less than `ms` has passed since `from` by both clocks. */
+export function within(from: Instant, ms: number): boolean {
+  return performance.now() - from.mono < ms && Date.now() - from.wall < ms;
 }
 
 /** Renews the lease; false once pg-boss failed it (this worker was judged lost) or it was completed. */
 export async function touchLease(boss: PgBoss, lease: Lease): Promise<boolean> {
   // pg-boss documents a lapsed attempt as "not affected"; its typings leave CommandResponse empty
-  const touched = (await boss.touch(LEASE_QUEUE, lease)) as { affected?: number };
+  const touched = (await boss.touch(LEASE_QUEUE, attempt(lease))) as { affected?: number };
   return (touched.affected ?? 0) > 0;
 }
 
-/** The run ended (however): its lease is done. A lease already failed is left as pg-boss has it. */
-export async function completeLease(boss: PgBoss, lease: Lease): Promise<void> {
-  await boss.complete(LEASE_QUEUE, lease);
+/**
+ * The run ended (however): its lease is done, in `db`'s transaction when given (a finished run
+ * completes it with its end, in one commit). A lease already failed is left as pg-boss has it.
+ */
+export async function completeLease(boss: PgBoss, lease: Lease, db?: Db): Promise<void> {
+  await boss.complete(LEASE_QUEUE, attempt(lease), null, db ? { db } : {});
+}
+
+function attempt(lease: Lease): { id: string; retryCount: number } {
+  return { id: lease.id, retryCount: lease.retryCount };
 }

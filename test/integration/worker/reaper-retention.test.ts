@@ -14,6 +14,7 @@ import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
 import { LOCAL_LANE } from "../../../worker/lanes.ts";
 import {
   ensureLeaseQueues,
+  instant,
   LEASE_QUEUE,
   LOST_QUEUE,
   takeLeases,
@@ -112,6 +113,7 @@ describe("reaper and retention sweeper", () => {
     // held by worker "gone" at attempt 1, its heartbeat fresh: only the lease can say it is lost
     const held = await staleRun(1);
     await pool.query("UPDATE svc.invocations SET heartbeat_at = now() WHERE id = $1", [held.invocation]);
+    const takenAt = instant();
     const leases = await withTransaction(pool, (client) =>
       takeLeases(
         boss,
@@ -122,6 +124,7 @@ describe("reaper and retention sweeper", () => {
           { invocationId: `${held.invocation}-earlier`, workerId: "gone", attempts: 0 },
         ],
         10,
+        takenAt,
       ),
     );
     const lease = leases.get(held.invocation)!;
