@@ -28,11 +28,19 @@ export interface NewArtifact {
  * the same statement (db/tasks.ts). A retried attempt writes the same artifact names again; the
  * newest file wins.
  */
-export function artifactUpsert(row: NewArtifact, first: number): { text: string; values: unknown[] } {
+export function artifactUpsert(
+  row: NewArtifact,
+  first: number,
+  /** an SQL condition: the artifact is written only while it holds */
+  onlyIf?: string,
+): { text: string; values: unknown[] } {
   const n = (offset: number) => `$${first + offset}`;
+  // typed: in INSERT … SELECT, Postgres does not take parameter types from the target columns
+  const types = ["text", "text", "text", "text", "text", "bigint", "text", "text"];
+  const columns = types.map((type, offset) => `${n(offset)}::${type}`).join(", ");
   return {
     text: `INSERT INTO svc.artifacts (id, invocation_id, task_id, name, media_type, size, path, rendered)
-     VALUES (${[0, 1, 2, 3, 4, 5, 6, 7].map(n).join(", ")})
+     ${onlyIf ? `SELECT ${columns} WHERE ${onlyIf}` : `VALUES (${columns})`}
      ON CONFLICT (invocation_id, name) DO UPDATE
        SET task_id = EXCLUDED.task_id, media_type = EXCLUDED.media_type, size = EXCLUDED.size,
            path = EXCLUDED.path, rendered = EXCLUDED.rendered, created_at = now()`,

@@ -15,6 +15,11 @@ export interface BossOptions {
   schedule?: boolean;
   /** how often pg-boss's scheduler looks for due schedules (1-45 s; pg-boss's default is 30) */
   cronMonitorIntervalSeconds?: number;
+  /**
+   * how often the supervisor fails jobs whose heartbeat or expiry ran out (pg-boss's monitor and
+   * supervise intervals; its default is 60 s). Workers set it from `worker.heartbeat`.
+   */
+  monitorIntervalSeconds?: number;
   /** where pg-boss's `error` and `warning` events go (`boss.error`, `boss.warning`) */
   logger?: Pick<Logger, "warn" | "error">;
 }
@@ -35,6 +40,12 @@ export async function startBoss(options: BossOptions): Promise<PgBoss> {
     schedule: options.schedule ?? false,
     ...(options.cronMonitorIntervalSeconds
       ? { cronMonitorIntervalSeconds: options.cronMonitorIntervalSeconds }
+      : {}),
+    ...(options.monitorIntervalSeconds
+      ? {
+          monitorIntervalSeconds: options.monitorIntervalSeconds,
+          superviseIntervalSeconds: options.monitorIntervalSeconds,
+        }
       : {}),
     migrate: true,
     application_name: "svc-boss",
@@ -130,7 +141,7 @@ export function wakeWorkers(boss: PgBoss, queue: string): void {
 export async function ensureQueue(
   boss: PgBoss,
   name: string,
-  options: { retryLimit?: number; expireInSeconds?: number; notify?: boolean } = {},
+  options: { retryLimit?: number; expireInSeconds?: number; notify?: boolean; deadLetter?: string } = {},
 ) {
   const existing = await boss.getQueue(name);
   if (existing) return;
@@ -141,6 +152,7 @@ export async function ensureQueue(
       retryDelay: 1,
       retryBackoff: true,
       expireInSeconds: options.expireInSeconds ?? 3600,
+      ...(options.deadLetter ? { deadLetter: options.deadLetter } : {}),
     });
   } catch (error) {
     // another process created it between our check and our create

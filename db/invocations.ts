@@ -210,6 +210,32 @@ export async function lockStaleInvocations(
   return rows;
 }
 
+/**
+ * The runs whose pg-boss lease failed (worker/leases.ts), locked, if each is still `running` under
+ * the worker and attempt that held the lease: a run that finished, was cancelled or was taken over
+ * since is not returned, so a late or repeated lost lease changes nothing.
+ */
+export async function lockLostInvocations(
+  db: Queryable,
+  leases: readonly { invocationId: string; workerId: string; attempts: number }[],
+): Promise<StaleInvocation[]> {
+  if (leases.length === 0) return [];
+  const { rows } = await db.query<StaleInvocation>(
+    `SELECT i.id, i.attempts, i.target, i.workload_id
+       FROM svc.invocations i
+       JOIN unnest($1::text[], $2::text[], $3::int[]) AS lost(id, worker_id, attempts)
+         ON lost.id = i.id AND lost.worker_id = i.worker_id AND lost.attempts = i.attempts
+      WHERE i.status = 'running'
+      FOR UPDATE OF i`,
+    [
+      leases.map((lease) => lease.invocationId),
+      leases.map((lease) => lease.workerId),
+      leases.map((lease) => lease.attempts),
+    ],
+  );
+  return rows;
+}
+
 export async function requeueInvocation(db: Queryable, id: string): Promise<void> {
   await db.query(
     `UPDATE svc.invocations SET status = 'queued', worker_id = NULL, heartbeat_at = NULL, updated_at = now()

@@ -50,13 +50,20 @@ export async function finishTask(
   artifact?: NewArtifact,
 ): Promise<void> {
   const values = [id, ...endValues(end)];
+  // only a task still running ends here: one the reaper closed (its worker was judged lost and the
+  // run went to another attempt) keeps its `worker_lost`, and its late artifact does not replace
+  // the new attempt's artifact of the same name
   const update =
-    "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, finished_at = now() WHERE id = $1";
+    "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, finished_at = now() WHERE id = $1 AND status = 'running'";
   if (!artifact) {
     await db.query({ name: "svc_finish_task", text: update, values });
     return;
   }
-  const insert = artifactUpsert(artifact, values.length + 1);
+  const insert = artifactUpsert(
+    artifact,
+    values.length + 1,
+    "EXISTS (SELECT 1 FROM svc.tasks WHERE id = $1 AND status = 'running')",
+  );
   await db.query({
     name: "svc_finish_task_with_artifact",
     text: `WITH artifact AS (${insert.text}) ${update}`,

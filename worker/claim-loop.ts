@@ -13,6 +13,7 @@ import {
 } from "./dispatch.ts";
 import type { KnownRun } from "./execute-invocation.ts";
 import { targetUsable } from "./lanes.ts";
+import { type Lease as RunLease, takeLeases } from "./leases.ts";
 import { countClaimed } from "./metrics.ts";
 import type { Lease, Slots } from "./slots.ts";
 
@@ -25,8 +26,8 @@ export interface ClaimLoopDeps extends DispatchDeps {
   slots: Slots;
   /** true while the daemon is drained: nothing is claimed */
   drained(): boolean;
-  /** runs an invocation this worker holds; the claim loop gives it a slot lease */
-  runClaimed(row: InvocationRow, known?: KnownRun): Promise<void>;
+  /** runs an invocation this worker holds, under its pg-boss lease; the claim loop gives it a slot */
+  runClaimed(row: InvocationRow, known?: KnownRun, lease?: RunLease): Promise<void>;
 }
 
 /** Dispatch jobs fetched per round at least, free slots or not (see takeDispatchJobs). */
@@ -176,10 +177,10 @@ export class ClaimLoop {
     }
   }
 
-  #start(lease: Lease, row: InvocationRow, known?: KnownRun): void {
+  #start(slot: Lease, row: InvocationRow, known?: KnownRun, lease?: RunLease): void {
     this.#deps.slots.run(
-      lease,
-      () => this.#deps.runClaimed(row, known),
+      slot,
+      () => this.#deps.runClaimed(row, known, lease),
       (error) =>
         this.#deps.logger.error("run failed inside the worker", {
           event: "worker.run_failed",
@@ -190,14 +191,16 @@ export class ClaimLoop {
   }
 
   /**
-   * Fetches a batch of lane jobs, claims their invocations in one statement and completes the jobs,
-   * all in one transaction (one commit), then starts what it claimed. The job only carried "claim
-   * this invocation": it is done once the claim is decided either way. A crash before the commit
-   * leaves the jobs where they were.
+   * Fetches a batch of lane jobs, claims their invocations in one statement, takes a lease for each
+   * claimed run and completes the jobs, all in one transaction (one commit), then starts what it
+   * claimed. The job only carried "claim this invocation": it is done once the claim is decided
+   * either way; from then on the lease stands for the run. A crash before the commit leaves the
+   * jobs where they were.
    */
   async #takeLaneJobs(lane: string, leases: Lease[]): Promise<number> {
-    const { boss, pool, workerId, staleAfterMs } = this.#deps;
+    const { boss, pool, workerId, staleAfterMs, leaseSeconds } = this.#deps;
     let fetched = 0;
+    let runLeases = new Map<string, RunLease>();
     const claimed = await withTransaction(pool, async (client) => {
       const db = transactionDb(client);
       const jobs = await boss.fetch<InvocationJob>(lane, { batchSize: leases.length, db });
@@ -205,6 +208,8 @@ export class ClaimLoop {
       if (jobs.length === 0) return [];
       const ids = jobs.map((job) => job.data.invocationId);
       const rows = await claimInvocations(client, ids, workerId, staleAfterMs);
+      const held = rows.map((row) => ({ invocationId: row.id, workerId, attempts: row.attempts }));
+      runLeases = await takeLeases(boss, client, held, leaseSeconds);
       await boss.complete(
         lane,
         jobs.map((job) => job.id),
@@ -214,7 +219,8 @@ export class ClaimLoop {
       return rows;
     });
     countClaimed("lane", claimed.length);
-    for (const [index, row] of claimed.entries()) this.#start(leases[index]!, row);
+    for (const [index, row] of claimed.entries())
+      this.#start(leases[index]!, row, undefined, runLeases.get(row.id));
     return fetched;
   }
 
@@ -265,7 +271,7 @@ export class ClaimLoop {
     let next = 0;
     for (const { outcome } of outcomes) {
       const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
-      if (run) this.#start(leases[next++]!, run.invocation, run);
+      if (run) this.#start(leases[next++]!, run.invocation, run, run.lease);
     }
     for (const { triggerId, outcome } of outcomes) afterDispatch(this.#deps, triggerId, outcome);
     // a full batch tells the round there may be more

@@ -18,6 +18,7 @@ import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type EventContext, eventContext } from "./event-context.ts";
 import { laneFor } from "./lanes.ts";
+import { type Lease, takeLeases } from "./leases.ts";
 import { matchPipelines } from "./match-pipelines.ts";
 import { workspacePaths } from "./workspace.ts";
 
@@ -28,6 +29,8 @@ export interface DispatchDeps {
   cooldowns: CredentialCooldowns;
   secrets: CredentialSecrets;
   logger: Logger;
+  /** the heartbeatSeconds of the leases of runs this worker claims (worker/leases.ts) */
+  leaseSeconds: number;
 }
 
 /** What a trigger means once a replay is resolved to the trigger it replays. */
@@ -134,6 +137,8 @@ export interface ClaimedRun {
   invocation: InvocationRow;
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event: ResolvedEvent;
+  /** the pg-boss job that stays active while the run is held (worker/leases.ts) */
+  lease?: Lease;
 }
 
 export type DispatchOutcome =
@@ -188,6 +193,7 @@ export async function dispatchTriggers(
     outcomes.push({ triggerId, outcome });
   }
   await writeBatch(deps, client, batch);
+  await leaseClaimedRuns(deps, client, claims.workerId, outcomes);
   await deps.boss.complete(
     DISPATCH_QUEUE,
     jobs.map((job) => job.id),
@@ -195,6 +201,26 @@ export async function dispatchTriggers(
     { db: transactionDb(client) },
   );
   return outcomes;
+}
+
+/** The runs this batch created held by this worker get their leases in the same transaction. */
+async function leaseClaimedRuns(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  workerId: string,
+  outcomes: { outcome: DispatchOutcome }[],
+): Promise<void> {
+  const runs = outcomes.flatMap(({ outcome }) =>
+    outcome.kind === "dispatched" && outcome.claimed ? [outcome.claimed] : [],
+  );
+  if (runs.length === 0) return;
+  const leases = await takeLeases(
+    deps.boss,
+    client,
+    runs.map((run) => ({ invocationId: run.invocation.id, workerId, attempts: run.invocation.attempts })),
+    deps.leaseSeconds,
+  );
+  for (const run of runs) run.lease = leases.get(run.invocation.id);
 }
 
 async function dispatchTrigger(

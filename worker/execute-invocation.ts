@@ -23,6 +23,7 @@ import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import type { ResolvedEvent } from "./dispatch.ts";
 import { laneFor } from "./lanes.ts";
+import { completeLease, type Lease, touchLease } from "./leases.ts";
 import { recordInvocationEnd } from "./metrics.ts";
 import type { ProcessSpec } from "./process-tree.ts";
 import { CANCELLED, type RunEnd, runInvocation } from "./run-invocation.ts";
@@ -78,9 +79,10 @@ export async function runClaimedInvocation(
   claimed: InvocationRow,
   shutdown: AbortSignal,
   known?: KnownRun,
+  lease?: Lease,
 ): Promise<void> {
   const invocationId = claimed.id;
-  const watch = watchRun(deps, invocationId, shutdown);
+  const watch = watchRun(deps, invocationId, shutdown, lease);
   let end: RunEnd;
   let workload: KnownRun["workload"] | undefined;
   let pipeline: Pipeline | undefined;
@@ -102,6 +104,7 @@ export async function runClaimedInvocation(
           signal: watch.signal,
           event: known?.event,
           isCancelled: watch.cancelled,
+          stillHeld: watch.stillHeld,
         })
       : {
           kind: "failed",
@@ -115,6 +118,8 @@ export async function runClaimedInvocation(
   }
   if (!workload || !paths) throw new Error(`invocation ${invocationId} names no workload`);
   await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch });
+  // a lease pg-boss already failed stays failed: the fenced complete leaves it alone
+  if (lease && !watch.claimLost()) await bestEffort(deps, "complete_lease", completeLease(deps.boss, lease));
 }
 
 function removedPipeline(name: string): string {
@@ -125,14 +130,18 @@ interface RunWatch {
   signal: AbortSignal;
   cancelled(): boolean;
   claimLost(): boolean;
+  /** a heartbeat now: false (and the run aborted) when the claim is lost */
+  stillHeld(): Promise<boolean>;
   stop(): void;
 }
 
 /**
  * The run's abort signal and its heartbeat: the signal fires on shutdown, on a cancellation through
- * the API (heard on the cancel channel, or found by the heartbeat), and when the claim is lost.
+ * the API (heard on the cancel channel, or found by the heartbeat), and when the claim is lost. A
+ * heartbeat renews the run's pg-boss lease (worker/leases.ts) and `heartbeat_at` on its row; a lease
+ * that pg-boss failed, or a row that another worker took, means this worker was judged lost.
  */
-function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal): RunWatch {
+function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal, lease?: Lease): RunWatch {
   const { pool, logger, workerId } = deps;
   const controller = new AbortController();
   let claimLost = false;
@@ -150,23 +159,36 @@ function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal
   const onShutdown = () => controller.abort();
   shutdown.addEventListener("abort", onShutdown, { once: true });
   if (shutdown.aborted) controller.abort();
+  const beat = async (): Promise<boolean> => {
+    const [row, leased] = await Promise.all([
+      heartbeatInvocation(deps.records ?? pool, invocationId, workerId),
+      lease ? touchLease(deps.boss, lease) : true,
+    ]);
+    if ((row && leased) || claimLost || cancelled) return !claimLost && !cancelled;
+    // the row left `running` under us (cancelled through the API, or taken over by another worker),
+    // or pg-boss failed the lease because this worker missed its heartbeats
+    if ((await getInvocationStatus(pool, invocationId)) === "cancelled") {
+      cancel();
+      return false;
+    }
+    claimLost = true;
+    logger.warn("invocation claim lost", {
+      event: "invocation.claim_lost",
+      invocation: invocationId,
+      reason: leased ? "taken over" : "lease failed",
+    });
+    controller.abort();
+    return false;
+  };
   const heartbeat = setInterval(() => {
-    heartbeatInvocation(deps.records ?? pool, invocationId, workerId)
-      .then(async (held) => {
-        if (held || claimLost || cancelled) return;
-        // the row left `running` under us: cancelled through the API, or taken over by another worker
-        if ((await getInvocationStatus(pool, invocationId)) === "cancelled") return cancel();
-        claimLost = true;
-        logger.warn("invocation claim lost", { event: "invocation.claim_lost", invocation: invocationId });
-        controller.abort();
-      })
-      .catch(() => {}); // a failed heartbeat is retried on the next tick; staleness is judged in the database
+    beat().catch(() => {}); // a failed heartbeat is retried on the next tick; loss is judged by pg-boss
   }, deps.heartbeatMs);
   heartbeat.unref();
   return {
     signal: controller.signal,
     cancelled: () => cancelled,
     claimLost: () => claimLost,
+    stillHeld: beat,
     stop: () => {
       clearInterval(heartbeat);
       shutdown.removeEventListener("abort", onShutdown);
@@ -188,7 +210,8 @@ interface Ended {
 async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
   const { pool, logger } = deps;
   const { invocationId, workload, pipeline, paths, end } = ended;
-  if (ended.watch.claimLost()) {
+  // `lost` comes back from a heartbeat that found the claim gone, or found the run cancelled
+  if (ended.watch.claimLost() || (end.kind === "lost" && !ended.watch.cancelled())) {
     // another worker took the run over; whatever this one produced is not the record
     logger.warn("run abandoned after its claim was lost", {
       event: "invocation.abandoned",
@@ -196,7 +219,8 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<void> {
     });
     return;
   }
-  if (ended.watch.cancelled() || end.kind === "cancelled") return recordCancelled(deps, ended);
+  if (ended.watch.cancelled() || end.kind === "cancelled" || end.kind === "lost")
+    return recordCancelled(deps, ended);
   if (end.kind === "released") return release(deps, invocationId, pipeline, end.credentials === true);
   // before the trigger settles, so a settled trigger never has a checkout left to remove
   if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));

@@ -1,8 +1,15 @@
 import type pg from "pg";
+import type { PoolClient } from "pg";
 import type { PgBoss } from "pg-boss";
 import { revokeInvocationTokens } from "../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../db/boss.ts";
-import { failLostInvocation, lockStaleInvocations, requeueInvocation } from "../db/invocations.ts";
+import {
+  failLostInvocation,
+  lockLostInvocations,
+  lockStaleInvocations,
+  requeueInvocation,
+  type StaleInvocation,
+} from "../db/invocations.ts";
 import { reconcileQueue } from "../db/reconcile-queue.ts";
 import { failOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
@@ -15,6 +22,7 @@ import type { InvocationJob } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { laneFor } from "./lanes.ts";
+import { type LeaseData, LOST_QUEUE } from "./leases.ts";
 
 export interface ReaperDeps {
   pool: pg.Pool;
@@ -29,8 +37,9 @@ export interface ReaperDeps {
 }
 
 /**
- * Finds runs whose worker stopped heartbeating (killed, frozen, partitioned) and either queues them
- * again with a fresh lane job or, once they used up their attempts, fails them with `worker_lost`.
+ * Finds runs whose worker was lost (killed, frozen, partitioned): pg-boss failed their lease into
+ * the lost-lease queue, or, for a run without a lease, its heartbeat went stale. Each is queued
+ * again with a fresh lane job or, once it used up its attempts, failed with `worker_lost`.
  * Any worker may reap; SKIP LOCKED splits the rows, so no run is reaped twice. Then applies the
  * reconcile rule shared with `POST /admin/reconcile` (db/reconcile-queue.ts) to triggers and runs
  * whose job is gone.
@@ -38,38 +47,30 @@ export interface ReaperDeps {
 export async function reapStaleInvocations(deps: ReaperDeps): Promise<number> {
   const settled: string[] = [];
   const lanes = new Set<string>();
-  const count = await withTransaction(deps.pool, async (client) => {
+  const reclaim = (client: PoolClient, rows: StaleInvocation[], why: string) =>
+    reclaimRuns(deps, client, rows, why, { settled, lanes });
+  // the runs whose pg-boss lease failed: missed heartbeats, or past its expiry (worker/leases.ts)
+  let count = await withTransaction(deps.pool, async (client) => {
+    const db = transactionDb(client);
+    const jobs = await deps.boss.fetch<LeaseData>(LOST_QUEUE, { batchSize: 50, db });
+    if (jobs.length === 0) return 0;
+    const rows = await lockLostInvocations(
+      client,
+      jobs.map((job) => job.data),
+    );
+    await reclaim(client, rows, "stopped renewing its lease");
+    await deps.boss.complete(
+      LOST_QUEUE,
+      jobs.map((job) => job.id),
+      null,
+      { db },
+    );
+    return rows.length;
+  });
+  // the backstop for runs held without a lease (claimed by an earlier version): a stale heartbeat
+  count += await withTransaction(deps.pool, async (client) => {
     const stale = await lockStaleInvocations(client, deps.staleAfterMs);
-    for (const row of stale) {
-      const workload = await getWorkload(client, row.workload_id);
-      const lost = diagnostic("worker_lost", `the worker running invocation ${row.id} stopped heartbeating`, {
-        metadata: { attempts: row.attempts },
-      });
-      await failOpenTasks(client, row.id, lost);
-      // the lost run's agent token dies with the run (it also expires on its own)
-      await revokeInvocationTokens(client, row.id);
-      const pipeline = workload ? deps.config.pipelines[workload.pipeline] : undefined;
-      if (row.attempts < deps.maxAttempts && pipeline) {
-        await requeueInvocation(client, row.id);
-        const lane = laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets);
-        const job: InvocationJob = { invocationId: row.id };
-        await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
-        lanes.add(lane.queue);
-        deps.logger.warn("lost run queued again", {
-          event: "invocation.requeued",
-          invocation: row.id,
-          attempts: row.attempts,
-        });
-      } else {
-        await failLostInvocation(client, row.id, lost);
-        deps.logger.warn("lost run failed", {
-          event: "invocation.worker_lost",
-          invocation: row.id,
-          attempts: row.attempts,
-        });
-        if (workload?.trigger_id) settled.push(workload.trigger_id);
-      }
-    }
+    await reclaim(client, stale, "stopped heartbeating");
     return stale.length;
   });
   // outside any transaction and without row locks: a claim never waits on this scan
@@ -87,4 +88,47 @@ export async function reapStaleInvocations(deps: ReaperDeps): Promise<number> {
   for (const lane of lanes) wakeWorkers(deps.boss, lane);
   for (const triggerId of new Set(settled)) await settleTrigger(deps.pool, triggerId);
   return count;
+}
+
+/**
+ * Lost runs come back: each is queued again with a fresh lane job while it has attempts left, or
+ * fails with `worker_lost`. Its open tasks close with `worker_lost` and its agent token is revoked.
+ */
+async function reclaimRuns(
+  deps: ReaperDeps,
+  client: PoolClient,
+  rows: StaleInvocation[],
+  why: string,
+  out: { settled: string[]; lanes: Set<string> },
+): Promise<void> {
+  for (const row of rows) {
+    const workload = await getWorkload(client, row.workload_id);
+    const lost = diagnostic("worker_lost", `the worker running invocation ${row.id} ${why}`, {
+      metadata: { attempts: row.attempts },
+    });
+    await failOpenTasks(client, row.id, lost);
+    // the lost run's agent token dies with the run (it also expires on its own)
+    await revokeInvocationTokens(client, row.id);
+    const pipeline = workload ? deps.config.pipelines[workload.pipeline] : undefined;
+    if (row.attempts < deps.maxAttempts && pipeline) {
+      await requeueInvocation(client, row.id);
+      const lane = laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets);
+      const job: InvocationJob = { invocationId: row.id };
+      await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
+      out.lanes.add(lane.queue);
+      deps.logger.warn("lost run queued again", {
+        event: "invocation.requeued",
+        invocation: row.id,
+        attempts: row.attempts,
+      });
+    } else {
+      await failLostInvocation(client, row.id, lost);
+      deps.logger.warn("lost run failed", {
+        event: "invocation.worker_lost",
+        invocation: row.id,
+        attempts: row.attempts,
+      });
+      if (workload?.trigger_id) out.settled.push(workload.trigger_id);
+    }
+  }
 }

@@ -26,7 +26,9 @@ export type RunEnd =
   /** handed back to the queue: shutdown, or (`credentials`) no target usable right now */
   | { kind: "released"; credentials?: boolean }
   /** cancelled through the API while it ran: the row already says `cancelled` */
-  | { kind: "cancelled" };
+  | { kind: "cancelled" }
+  /** the claim was lost (another attempt holds the run): nothing is recorded */
+  | { kind: "lost" };
 
 export const CANCELLED = diagnostic(
   "cancelled",
@@ -44,6 +46,11 @@ export interface RunInput {
   /** the target the invocation row names already */
   target: string | null;
   isCancelled: () => boolean;
+  /**
+   * a heartbeat now; false when the claim is lost (the run's lease failed, or another worker took
+   * it): then the run stops and publishes nothing. When absent, the claim is taken as held.
+   */
+  stillHeld?: () => Promise<boolean>;
 }
 
 /** One run in progress: what every phase reads, and the next task's sequence number. */
@@ -92,6 +99,9 @@ export async function runInvocation(deps: ExecuteDeps, input: RunInput): Promise
   if (input.pipeline.targets.length > 0) {
     const agent = await runAgentOnTargets(run);
     if (agent.kind === "ended") return agent.end;
+    // a run that lost its claim (a partition outlived its lease) leaves its result and publishing
+    // to the attempt that holds it now: a result is never recorded or published by two attempts
+    if (input.stillHeld && !(await input.stillHeld())) return { kind: "lost" };
     const invalid = await checkRunResult(run, agent.result, agent.target);
     if (invalid) return invalid;
     result = agent.result;

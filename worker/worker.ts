@@ -6,6 +6,7 @@ import { ensureLaneQueue, startBoss } from "../db/boss.ts";
 import { createPool } from "../db/connect.ts";
 import { CANCEL_CHANNEL } from "../db/invocations.ts";
 import { migrate } from "../db/migrate.ts";
+import { DEFAULT_HEARTBEAT_MS } from "../shared/config/daemon.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
 import type { Logger } from "../shared/logger.ts";
@@ -17,6 +18,7 @@ import { CredentialSecrets } from "./credentials/secrets.ts";
 import { DrainSwitch } from "./drain-switch.ts";
 import { type ExecuteDeps, type RunHandle, runClaimedInvocation } from "./execute-invocation.ts";
 import { LaneStates, laneTargets } from "./lanes.ts";
+import { ensureLeaseQueues, leaseSeconds as leaseSecondsFor } from "./leases.ts";
 import { resolveMetricsToken, startWorkerMetricsServer } from "./metrics.ts";
 import { startSchedules } from "./schedules.ts";
 import { Slots } from "./slots.ts";
@@ -32,6 +34,8 @@ export interface WorkerOptions {
   heartbeatMs?: number;
   /** a running invocation without a heartbeat for this long belongs to a lost worker */
   staleAfterMs?: number;
+  /** the heartbeatSeconds of run leases; default MISSED_HEARTBEATS heartbeats (worker/leases.ts) */
+  leaseSeconds?: number;
   reapIntervalMs?: number;
   /** the throttle of cooling-credential probes */
   probeIntervalMs?: number;
@@ -71,15 +75,22 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const { config, logger } = options;
   const env = options.env ?? process.env;
   const id = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
-  const heartbeatMs = options.heartbeatMs ?? 5_000;
-  const staleAfterMs = options.staleAfterMs ?? Math.max(heartbeatMs * 6, 30_000);
+  const heartbeatMs = options.heartbeatMs ?? config.worker.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+  const leaseSeconds = options.leaseSeconds ?? leaseSecondsFor(heartbeatMs);
+  // the backstop for a run without a lease (claimed before leases existed): well past the lease's bound
+  const staleAfterMs = options.staleAfterMs ?? Math.max(leaseSeconds * 2_000, 30_000);
   const concurrency = Math.max(1, config.worker.concurrency);
   // knowledge sources found → qmd at its floor and a current index, or no start
   const knowledge = await openKnowledgeForRole(config, logger);
   const opened = openPools(options.databaseUrl, concurrency, logger);
   try {
     const { pool, records } = opened;
-    const { cooldowns, secrets, boss, lanes, spawner } = await openServices(options, opened, env);
+    const { cooldowns, secrets, boss, lanes, spawner } = await openServices(
+      options,
+      opened,
+      env,
+      heartbeatMs,
+    );
     const shutdown = new AbortController();
     const runs = new Map<string, RunHandle>();
     const deps: ExecuteDeps = {
@@ -93,10 +104,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     const slots = new Slots(concurrency, () => loop.slotFreed());
     const drain = new DrainSwitch(pool, logger, () => loop.poke());
     const loop = new ClaimLoop({
-      ...{ pool, boss, config, cooldowns, secrets, logger, lanes, slots, staleAfterMs },
+      ...{ pool, boss, config, cooldowns, secrets, logger, lanes, slots, staleAfterMs, leaseSeconds },
       workerId: id,
       drained: () => drain.drained,
-      runClaimed: (row, known) => runClaimedInvocation(deps, row, shutdown.signal, known),
+      runClaimed: (row, known, lease) => runClaimedInvocation(deps, row, shutdown.signal, known, lease),
     });
     opened.cancelListener = await boss.getDb().listen?.(
       CANCEL_CHANNEL,
@@ -116,7 +127,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       ...{ pool, boss, config, cooldowns, secrets, logger, staleAfterMs, drain, probeIntervalMs },
       maxAttempts: options.maxAttempts ?? 3,
       probe: new CoolingProbe({ config, cooldowns, secrets, logger, intervalMs: probeIntervalMs }),
-      reapIntervalMs: options.reapIntervalMs ?? Math.max(1_000, staleAfterMs / 3),
+      // lost leases are taken back once per heartbeat, so a lost run waits at most one more
+      reapIntervalMs: options.reapIntervalMs ?? Math.max(1_000, Math.min(heartbeatMs, staleAfterMs / 3)),
       sweepIntervalMs: options.sweepIntervalMs ?? 3_600_000,
     });
     logger.info("worker started", {
@@ -147,14 +159,22 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
  * metrics server when `worker.metrics_port` is set, the spawner and the schedules. Each is recorded
  * in `opened` as soon as it is open, so a failed start closes exactly what was opened.
  */
-async function openServices(options: WorkerOptions, opened: Resources, env: NodeJS.ProcessEnv) {
+async function openServices(
+  options: WorkerOptions,
+  opened: Resources,
+  env: NodeJS.ProcessEnv,
+  heartbeatMs: number,
+) {
   const { config, logger, databaseUrl } = options;
   const { pool } = opened;
   await migrate(pool);
   const cooldowns = await CredentialCooldowns.load(pool, logger);
   const secrets = await CredentialSecrets.resolve(config, pool, env);
-  const boss = await startBoss({ url: databaseUrl, max: 4, logger });
+  // pg-boss's supervisor fails leases that missed their heartbeats: it looks once per heartbeat
+  const monitorIntervalSeconds = Math.max(1, Math.round(heartbeatMs / 1000));
+  const boss = await startBoss({ url: databaseUrl, max: 4, logger, monitorIntervalSeconds });
   opened.boss = boss;
+  await ensureLeaseQueues(boss, config.targets);
   const lanes = laneTargets(config);
   for (const lane of lanes.keys()) await ensureLaneQueue(boss, lane, config.targets);
   if (config.worker.metricsPort !== undefined) {

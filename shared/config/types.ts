@@ -256,7 +256,13 @@ export interface ConfigSnapshot {
   };
   hostTools: Record<string, HostTool>;
   auth: { tokens: Record<string, ApiTokenConfig>; broker?: BrokerConfig } | null;
-  worker: { concurrency: number; graceMs: number; metricsPort?: number };
+  worker: {
+    concurrency: number;
+    graceMs: number;
+    metricsPort?: number;
+    /** `worker.heartbeat`: a held run renews its lease this often (the loader always sets it) */
+    heartbeatMs?: number;
+  };
   /** `metrics:` (shared/config/metrics.ts); absent = `/metrics` needs `admin` */
   metrics?: MetricsSettings;
   /** `log:` (shared/config/log.ts); absent = stdout only */

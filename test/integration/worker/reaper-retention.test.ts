@@ -7,10 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureQueue, startBoss } from "../../../db/boss.ts";
 import { insertQueuedRuns } from "../../../db/invocations.ts";
 import { insertNote } from "../../../db/notes.ts";
+import { withTransaction } from "../../../db/transaction.ts";
 import { newId } from "../../../shared/ids.ts";
 import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
 import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
 import { LOCAL_LANE } from "../../../worker/lanes.ts";
+import {
+  ensureLeaseQueues,
+  LEASE_QUEUE,
+  LOST_QUEUE,
+  takeLeases,
+  touchLease,
+} from "../../../worker/leases.ts";
 import { reapStaleInvocations } from "../../../worker/reaper.ts";
 import { sweepWorkspaces } from "../../../worker/retention.ts";
 import type { TestDatabase } from "../../support/database.ts";
@@ -27,8 +35,9 @@ describe("reaper and retention sweeper", () => {
     bed = await openTestBed();
     ({ database, pool, dir } = bed);
     boss = await startBoss({ url: database.url, supervise: false });
-    // the lane a worker creates at start-up; this test reaps without a running worker
+    // the queues a worker creates at start-up; this test reaps without a running worker
     await ensureQueue(boss, LOCAL_LANE, { notify: false });
+    await ensureLeaseQueues(boss, {});
   });
   afterAll(async () => {
     await boss?.stop({ graceful: false });
@@ -93,6 +102,44 @@ describe("reaper and retention sweeper", () => {
     expect(trigger).toMatchObject({ status: "error", diagnostic: { code: "worker_lost" } });
     const running = await pool.query("SELECT id FROM svc.invocations WHERE status = 'running'");
     expect(running.rows).toEqual([]);
+  });
+
+  it("a run whose pg-boss lease failed is queued again once; a lease of another attempt changes nothing", async () => {
+    const config = makeConfig(dir, { pipelines: { p: pipeline("p") } });
+    const { logger } = captureLogger();
+    const cooldowns = await CredentialCooldowns.load(pool, logger);
+    const secrets = await CredentialSecrets.resolve(config, pool, {});
+    // held by worker "gone" at attempt 1, its heartbeat fresh: only the lease can say it is lost
+    const held = await staleRun(1);
+    await pool.query("UPDATE svc.invocations SET heartbeat_at = now() WHERE id = $1", [held.invocation]);
+    const leases = await withTransaction(pool, (client) =>
+      takeLeases(
+        boss,
+        client,
+        [
+          { invocationId: held.invocation, workerId: "gone", attempts: 1 },
+          // an earlier attempt's lease of the same run: when it fails, the run is not that attempt's
+          { invocationId: `${held.invocation}-earlier`, workerId: "gone", attempts: 0 },
+        ],
+        10,
+      ),
+    );
+    const lease = leases.get(held.invocation)!;
+    const earlier = leases.get(`${held.invocation}-earlier`)!;
+    expect(await touchLease(boss, lease)).toBe(true);
+    const deps = { pool, boss, config, cooldowns, secrets, logger, staleAfterMs: 3_600_000, maxAttempts: 3 };
+    expect(await reapStaleInvocations(deps)).toBe(0);
+    // what pg-boss's monitor does to a lease that missed its heartbeats: fail it (retryLimit 0, so
+    // for good), which moves it to the lost-lease queue
+    await boss.fail(LEASE_QUEUE, [lease, earlier]);
+    expect(await touchLease(boss, lease)).toBe(false);
+    expect(await reapStaleInvocations(deps)).toBe(1);
+    const row = (await pool.query("SELECT * FROM svc.invocations WHERE id = $1", [held.invocation])).rows[0];
+    expect(row).toMatchObject({ status: "queued", worker_id: null, attempts: 1 });
+    const lost = await boss.fetch(LOST_QUEUE, { batchSize: 10 });
+    expect(lost).toEqual([]);
+    // reaped once: the next sweep finds nothing
+    expect(await reapStaleInvocations(deps)).toBe(0);
   });
 
   it("a queued run whose job is gone gets a fresh job; one with a live job does not get a second", async () => {

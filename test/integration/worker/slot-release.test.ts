@@ -69,6 +69,7 @@ describe("worker: a thrown error while a run resolves its event gives its slot b
   async function runOnLane(note: string): Promise<string> {
     const deps = {
       ...{ pool, boss, config, logger },
+      leaseSeconds: 10,
       cooldowns: await CredentialCooldowns.load(pool, logger),
       secrets: await CredentialSecrets.resolve(config, pool, {}),
     };

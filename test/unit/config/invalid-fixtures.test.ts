@@ -393,6 +393,11 @@ const CASES: [string, string, string][] = [
     'pipelines/main.yaml: webhook "hook" points at source "webhooks.sources.hook", whose verify is codehost, not bearer - a codehost source serves trigger.codehost; add a bearer source under another name or move the events to trigger.codehost',
   ],
   [
+    "worker-heartbeat-too-short",
+    "invalid_value",
+    'daemon.yaml: "worker.heartbeat" must be between 1s and 10m (got "500ms") - a run is retried on another worker after 3 missed heartbeats',
+  ],
+  [
     "yaml-syntax",
     "yaml_syntax",
     "pipelines/main.yaml: invalid YAML: Flow sequence in block collection must be sufficiently indented and end with a ] - fix the syntax here",

@@ -115,7 +115,7 @@ describe("loadConfig on the reference configuration", () => {
       audience: "svc",
       jwksUrl: "https://id.example.com/.well-known/jwks.json",
     });
-    expect(config.worker).toEqual({ concurrency: 2, graceMs: 45_000 });
+    expect(config.worker).toEqual({ concurrency: 2, graceMs: 45_000, heartbeatMs: 10_000 });
     expect(config.workspaces).toEqual({ checkoutRetentionDays: 30, transcriptRetentionDays: 90 });
     expect(config.members.map((member) => [member.name, member.kind])).toEqual([
       ["reviewer", "agent"],

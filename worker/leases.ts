@@ -1,0 +1,96 @@
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import { ensureQueue, transactionDb } from "../db/boss.ts";
+
+/**
+ * Every run a worker holds is backed by a pg-boss job it keeps `active`: its lease. The worker
+ * touches it (pg-boss's job heartbeat, `touch`) every `worker.heartbeat`; pg-boss's monitor fails a
+ * lease that missed MISSED_HEARTBEATS of them (the queue's `heartbeatSeconds`), or that outlived its
+ * `expireInSeconds`, and moves it to the LOST_QUEUE dead-letter queue. Any worker's sweeper takes it
+ * from there and queues the run again (worker/reaper.ts). A worker that comes back from a partition
+ * finds its lease failed: its `touch`, fenced to the attempt it fetched, changes nothing, so it
+ * stops the run and records nothing.
+ *
+ * A lease is created and fetched in the transaction that claims its run, so no other worker can
+ * see it before it is active; leases are never retried (retryLimit 0), so nothing else is ever
+ * waiting in LEASE_QUEUE to be fetched by mistake.
+ */
+export const LEASE_QUEUE = "svc-run-lease";
+export const LOST_QUEUE = "svc-run-lost";
+export const MISSED_HEARTBEATS = 3;
+/** pg-boss refuses a heartbeatSeconds below 10 */
+const MIN_LEASE_SECONDS = 10;
+/** pg-boss's longest expiry */
+const MAX_EXPIRY_SECONDS = 24 * 3600;
+
+/** The attempt of a lease job this worker fetched: pg-boss fences touch and complete to it. */
+export interface Lease {
+  id: string;
+  retryCount: number;
+}
+
+/** What a lease says, so the sweeper can tell whether the run is still the one that lost it. */
+export interface LeaseData {
+  invocationId: string;
+  workerId: string;
+  attempts: number;
+}
+
+/** The lease's heartbeatSeconds: MISSED_HEARTBEATS heartbeats, at least pg-boss's floor of 10 s. */
+export function leaseSeconds(heartbeatMs: number): number {
+  return Math.max(MIN_LEASE_SECONDS, Math.ceil((MISSED_HEARTBEATS * heartbeatMs) / 1000));
+}
+
+/**
+ * The lease queues. A lease expires after every target's timeout plus an hour for setup steps (at
+ * most pg-boss's 24 h): a run still going by then is treated as lost.
+ */
+export async function ensureLeaseQueues(
+  boss: PgBoss,
+  targets: Readonly<Record<string, { timeoutMs: number }>>,
+): Promise<void> {
+  await ensureQueue(boss, LOST_QUEUE, { retryLimit: 5, expireInSeconds: 600 });
+  const allTargets = Object.values(targets).reduce((sum, target) => sum + target.timeoutMs, 0);
+  await ensureQueue(boss, LEASE_QUEUE, {
+    retryLimit: 0,
+    expireInSeconds: Math.min(MAX_EXPIRY_SECONDS, Math.ceil(allTargets / 1000) + 3600),
+    deadLetter: LOST_QUEUE,
+  });
+}
+
+/**
+ * Leases for runs just claimed in `client`'s transaction: inserted and fetched in it, so they are
+ * active from the commit on. The heartbeat bound is per job: each worker's own `worker.heartbeat`.
+ */
+export async function takeLeases(
+  boss: PgBoss,
+  client: pg.ClientBase,
+  runs: readonly LeaseData[],
+  heartbeatSeconds: number,
+): Promise<Map<string, Lease>> {
+  if (runs.length === 0) return new Map();
+  const db = transactionDb(client);
+  await boss.insert(
+    LEASE_QUEUE,
+    runs.map((data) => ({ data, heartbeatSeconds })),
+    { db },
+  );
+  const jobs = await boss.fetch<LeaseData>(LEASE_QUEUE, {
+    batchSize: runs.length,
+    ignoreStartAfter: true,
+    db,
+  });
+  return new Map(jobs.map((job) => [job.data.invocationId, { id: job.id, retryCount: job.retryCount }]));
+}
+
+/** Renews the lease; false once pg-boss failed it (this worker was judged lost) or it was completed. */
+export async function touchLease(boss: PgBoss, lease: Lease): Promise<boolean> {
+  // pg-boss documents a lapsed attempt as "not affected"; its typings leave CommandResponse empty
+  const touched = (await boss.touch(LEASE_QUEUE, lease)) as { affected?: number };
+  return (touched.affected ?? 0) > 0;
+}
+
+/** The run ended (however): its lease is done. A lease already failed is left as pg-boss has it. */
+export async function completeLease(boss: PgBoss, lease: Lease): Promise<void> {
+  await boss.complete(LEASE_QUEUE, lease);
+}
