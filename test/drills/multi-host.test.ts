@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { Agent } from "node:http";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { checkAccepted, printLine, summary, timed, waitForQuiet } from "./support/accounting.ts";
@@ -21,6 +22,8 @@ const DRILL = "multi-host";
 const CONCURRENCY = 4;
 /** the commenting agent works this long, so faults land on runs in progress */
 const COMMENT_SECONDS = 1;
+/** `worker.heartbeat` of every worker host; docs/worker.md bounds a lost host's runs at 5 of these */
+const HEARTBEAT = "2s";
 /** figures: a burst of no-match deliveries through nginx, and firing deliveries drained by 1 then 3 hosts */
 const THROUGHPUT_DELIVERIES = 2_000;
 const SCALING_RUNS = 300;
@@ -94,7 +97,7 @@ describe("drill: hosts on a private bridge — nginx, two ingresses, three worke
     timeout: 1_500_000,
   }, async () => {
     await timed(DRILL, async () => {
-      await world.start({ concurrency: CONCURRENCY, commentSeconds: COMMENT_SECONDS });
+      await world.start({ concurrency: CONCURRENCY, commentSeconds: COMMENT_SECONDS, heartbeat: HEARTBEAT });
       for (const name of INGRESS_HOSTS) await world.startIngress(name);
       await world.startWorker("worker1");
       const { pool, nginx, network } = world;
@@ -174,6 +177,8 @@ describe("drill: hosts on a private bridge — nginx, two ingresses, three worke
         postgres_cores_one: one.pgCores.toFixed(2),
         postgres_cores_three: three.pgCores.toFixed(2),
         runs_each: SCALING_RUNS,
+        // the machine's other work shares its cores with every host: the figures are read with it
+        load_average_1m: loadavg()[0]!.toFixed(1),
       });
       expect(one.runs).toBe(SCALING_RUNS);
       expect(three.runs).toBe(SCALING_RUNS);
@@ -196,6 +201,7 @@ describe("drill: hosts on a private bridge — nginx, two ingresses, three worke
         deliveries: THROUGHPUT_DELIVERIES,
         statuses: statusCounts(quietBurst),
         postgres_cores: burstPgCores.toFixed(2),
+        load_average_1m: loadavg()[0]!.toFixed(1),
       });
       expect(quietBurst.filter((o) => isStatus(o, 202)).length).toBe(THROUGHPUT_DELIVERIES);
       await waitForQuiet(pool, 120_000);
@@ -406,6 +412,15 @@ describe("drill: hosts on a private bridge — nginx, two ingresses, three worke
             WHERE i.id = ANY($1)`,
         [[...partitioned]],
       );
+      // what the partitioned host did with its runs once it was back: its log, read whole
+      const partitionedLog = (await readFile(world.workers.get("worker1")!.logFile, "utf8"))
+        .split("\n")
+        .filter((line) => [...partitioned].some((id) => line.includes(id)))
+        .map((line) => /"event":"([^"]+)"/.exec(line)?.[1] ?? "?");
+      const recordedByPartitioned = await pool.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM svc.invocations WHERE id = ANY($1) AND attempts > 1 AND worker_id LIKE $2",
+        [[...partitioned], `%:${world.workers.get("worker1")!.pid}:%`],
+      );
       const posts = world.github.requests.filter((r) => r.method === "POST").length;
       const comments = [...world.github.comments.values()].reduce((n, list) => n + list.length, 0);
       printLine(DRILL, "accounting", {
@@ -422,8 +437,13 @@ describe("drill: hosts on a private bridge — nginx, two ingresses, three worke
         completed_without_one_comment: missingComment.length,
         partitioned_fates: partitionedFates.rows.map(
           (r) =>
-            `${r.status}/attempts=${r.attempts}/comments=${world.commentsOn(commentIssues.get(r.key) ?? -1)}`,
+            `${r.key}:${r.status}/attempts=${r.attempts}` +
+            (commentIssues.has(r.key) ? `/comments=${world.commentsOn(commentIssues.get(r.key)!)}` : ""),
         ),
+        partitioned_host_events: countStatuses(
+          partitionedLog.map((event) => ({ at: 0, ok: true, status: event })),
+        ),
+        partitioned_host_records_over_retries: recordedByPartitioned.rows[0]!.n,
         ...summary(quiet),
       });
       for (const proc of world.processes)
@@ -449,6 +469,9 @@ describe("drill: hosts on a private bridge — nginx, two ingresses, three worke
       expect(missingComment.map((r) => r.key)).toEqual([]);
       expect(posts).toBe(comments);
       expect(partitionedFates.rows.length).toBe(partitioned.size);
+      // heartbeats: the partitioned host's runs ended elsewhere before the host came back
+      expect(Number(figures.a_runs_finished_elsewhere_s) * 1000).toBeLessThan(PARTITION_MS);
+      expect(recordedByPartitioned.rows[0]!.n).toBe(0);
       for (const name of WORKER_HOSTS) expect(world.workers.get(name)!.alive(), name).toBe(true);
       for (const name of INGRESS_HOSTS) expect(world.ingresses.get(name)!.alive(), name).toBe(true);
     });

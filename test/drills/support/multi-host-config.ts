@@ -19,13 +19,16 @@ export const COMMENT_REPO = "acme/drill";
  * - `comment-hook` fires `comment`, whose agent works `commentSeconds` and then returns a comment
  *   that the worker publishes on the code host (`COMMENT_REPO`, the issue named in the payload);
  * - `auth.tokens` is set, so only loopback clients without forwarding headers are anonymous;
- * - `server.trusted_proxies` names the nginx host.
+ * - `server.trusted_proxies` names the nginx host;
+ * - `worker.heartbeat` is short, so a partitioned host's runs come back within the drill.
  */
 export async function writeHostConfig(options: {
   codehostUrl: string;
   nginxAddress: string;
   concurrency: number;
   commentSeconds: number;
+  /** `worker.heartbeat`: a lost host's runs are queued again within 5 of these */
+  heartbeat: string;
 }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "svc-drill-host-"));
   const pipeline = (name: string, trigger: string, target: string, extra = "") =>
@@ -57,6 +60,7 @@ codehost:
 worker:
   concurrency: ${options.concurrency}
   grace_period: 2s
+  heartbeat: ${options.heartbeat}
 `,
     "agents/helper/PERSONA.md": "---\nname: helper\ndescription: Helps.\n---\nYou help.\n",
     "knowledge/runbook.md": "# Runbook\n\nA failed deploy is rolled back with the previous release tag.\n",

@@ -5,7 +5,6 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 import { type FakeGitHub, startFakeGitHub } from "../../e2e/outputs/fake-github.ts";
-import { drillEnv } from "./config.ts";
 import {
   type NginxHost,
   type PostgresHost,
@@ -56,7 +55,7 @@ export class Topology {
   #root = "";
   #configs = new Map<string, string>();
 
-  async start(options: { concurrency: number; commentSeconds: number }): Promise<void> {
+  async start(options: { concurrency: number; commentSeconds: number; heartbeat: string }): Promise<void> {
     this.#root = await mkdtemp(join(tmpdir(), "svc-drill-hosts-"));
     // Postgres runs as the postgres user and nginx's workers as nobody: both must enter this directory
     await chmod(this.#root, 0o755);
@@ -76,6 +75,7 @@ export class Topology {
       nginxAddress: hosts.nginx!.address,
       concurrency: options.concurrency,
       commentSeconds: options.commentSeconds,
+      heartbeat: options.heartbeat,
     });
     for (const name of [...INGRESS_HOSTS, ...WORKER_HOSTS]) {
       const dir = await hostCopy(template, name);
@@ -93,8 +93,12 @@ export class Topology {
   /** The environment of a host's svc processes: its own configuration directory and HOME. */
   env(host: string): Record<string, string> {
     const dir = this.#configs.get(host)!;
+    // no SVC_WORKER_HEARTBEAT_MS override: the hosts run on `worker.heartbeat` from daemon.yaml
     return childEnv({
-      ...drillEnv(dir, this.postgres.url, { ...HOST_SECRETS, HOME: join(dir, "home") }),
+      SVC_CONFIG_DIR: dir,
+      SVC_DATABASE_URL: this.postgres.url,
+      ...HOST_SECRETS,
+      HOME: join(dir, "home"),
     });
   }
 
