@@ -51,8 +51,15 @@ export function childEnv(extra: Record<string, string>): Record<string, string> 
   };
 }
 
-export function spawnSvc(role: "ingress" | "worker", name: string, env: Record<string, string>): SvcProcess {
-  const child = spawn(NODE, [SVC, role], { env, cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+/** `wrap` runs the child through a command prefix, such as `ip netns exec <ns>` (it must exec, not fork). */
+export function spawnSvc(
+  role: "ingress" | "worker",
+  name: string,
+  env: Record<string, string>,
+  wrap: string[] = [],
+): SvcProcess {
+  const [command, ...args] = [...wrap, NODE, SVC, role];
+  const child = spawn(command!, args, { env, cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
   mkdirSync(LOG_DIR, { recursive: true });
   const logFile = join(LOG_DIR, `${name}-${child.pid}.log`);
   const log = createWriteStream(logFile);
@@ -193,8 +200,12 @@ export async function startIngress(name: string, env: Record<string, string>): P
   }
 }
 
-export async function startWorker(name: string, env: Record<string, string>): Promise<SvcProcess> {
-  const proc = spawnSvc("worker", name, env);
+export async function startWorker(
+  name: string,
+  env: Record<string, string>,
+  wrap: string[] = [],
+): Promise<SvcProcess> {
+  const proc = spawnSvc("worker", name, env, wrap);
   try {
     await proc.waitForLine((l) => l.event === "worker.started", "worker.started");
   } catch (error) {

@@ -68,6 +68,8 @@ export async function startFakeGitHub(options: {
   locked?: string[];
   unreadable?: string[];
   repos?: Record<string, HostedRepo>;
+  /** the address it listens on: loopback unless a drill's hosts must reach it on their bridge */
+  host?: string;
 }): Promise<FakeGitHub> {
   let nextId = 1000;
   const lose = new Set<string>();
@@ -275,8 +277,9 @@ export async function startFakeGitHub(options: {
   const server: Server = createServer((req, res) => {
     handle(req, res).catch((error) => send(res, 500, { message: String(error) }));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  base = `http://${host}:${(server.address() as { port: number }).port}`;
   return {
     url: base,
     ...state,
