@@ -5,8 +5,9 @@
  * - alone: the CLI started directly with the argv and environment svc gives it (svc's own launch
  *   code), minus svc's MCP server: spawn → first model request, last model answer → process exit;
  * - through svc: real `svc ingress` and `svc worker` processes, one bearer webhook: webhook POST →
- *   first model request, agent task start → first model request, and last model answer →
- *   invocation recorded `completed` (result checked and stored, trigger settled).
+ *   first model request, agent task start → first model request, last model answer → invocation
+ *   recorded `completed` (result checked and stored, trigger settled), and agent task end (the CLI
+ *   exited and its output was read) → invocation recorded: svc's own share of the end.
  * The svc run makes one more model request than the CLI alone (the scripted submit_note call over
  * svc's MCP server), between the two measured ends. Timestamps: this process's wall clock for the
  * fake's requests, Postgres's `now()` for the records (same machine). The figures are medians of
@@ -152,6 +153,7 @@ async function throughSvc(fake: LoopbackModel, svc: Awaited<ReturnType<typeof st
     fromPost: seen.first - posted,
     fromTask: seen.first - row.task_started.getTime(),
     ending: row.finished.getTime() - seen.last,
+    afterTask: row.finished.getTime() - row.task_finished.getTime(),
     requests: seen.requests,
   };
 }
@@ -161,7 +163,9 @@ async function recorded(pool: pg.Pool, triggerId: string) {
     const { rows } = await pool.query(
       `SELECT i.status, i.diagnostic, i.finished_at AS finished,
               (SELECT t.started_at FROM svc.tasks t WHERE t.invocation_id = i.id AND t.kind = 'agent'
-                ORDER BY t.seq LIMIT 1) AS task_started
+                ORDER BY t.seq LIMIT 1) AS task_started,
+              (SELECT t.finished_at FROM svc.tasks t WHERE t.invocation_id = i.id AND t.kind = 'agent'
+                ORDER BY t.seq LIMIT 1) AS task_finished
          FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
         WHERE w.trigger_id = $1 AND i.status IN ('completed', 'failed')`,
       [triggerId],
@@ -203,6 +207,7 @@ for (const runtime of ["claude-code", "codex"] as const) {
   console.log(`                webhook POST -> first request         ${fmt(col((p) => p.run.fromPost))}`);
   console.log(`  alone:        last model answer -> exit             ${fmt(col((p) => p.bare.ending))}`);
   console.log(`  through svc:  last model answer -> result recorded  ${fmt(col((p) => p.run.ending))}`);
+  console.log(`                agent task end -> result recorded     ${fmt(col((p) => p.run.afterTask))}`);
   console.log(
     `  svc's overhead, median of the pairs' differences: start ${fmt(col((p) => p.run.fromTask - p.bare.startup))} from the agent task, ${fmt(col((p) => p.run.fromPost - p.bare.startup))} from the POST; end ${fmt(col((p) => p.run.ending - p.bare.ending))} (model requests per svc run: ${pairs[0]?.run.requests})`,
   );

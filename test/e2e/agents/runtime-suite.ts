@@ -229,7 +229,7 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
         expect(trace.artifacts[invocations[0].id]?.rendered.transcript).toContain("# tool calls: ");
         const shown = await svcTrace(url, id);
         expect(shown).toMatch(
-          /artifact transcript .*\n +# turns: .*\n +# tool calls: .*submit_note.*\n +# tokens: input [1-9]/,
+          /artifact transcript .*\n( +# mcp servers: svc connected\n)? +# turns: .*\n +# tool calls: .*submit_note.*\n +# tokens: input [1-9]/,
         );
         const page = await (await fetch(`${url}/ui/trace/${id}`)).text();
         expect(page).toMatch(/# tool calls: .*submit_note/);

@@ -77,4 +77,17 @@ describe("planMigration", () => {
       'knowledge.mode "psychic" is none of local, mount, ambient, catalog',
     );
   });
+
+  it("makes a legacy claude-code runtime a claude-code target; only its credential's secret is left to do", async () => {
+    const dir = await configDir({
+      "daemon.yaml": "server:\n  port: 7420\n",
+      "pipelines/p.yaml": "runtime: claude-code\nmodel: claude-sonnet-4-5\ncredential: anthropic\n",
+    });
+    const plan = await planMigration({ dir });
+    const daemon = plan.files.find((file) => file.file === "daemon.yaml")!;
+    expect(daemon.after).toContain("runtime: claude-code");
+    const todos = plan.todos.map((todo) => todo.text).join("\n");
+    expect(todos).toContain('the secret of credential "anthropic"');
+    expect(todos).not.toContain("a runtime svc runs");
+  });
 });

@@ -1,4 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { AgentCliTarget } from "../../../shared/config/types.ts";
 import { claudeCode } from "../../../worker/runtimes/agent-cli/claude-code.ts";
 import type { CliContext } from "../../../worker/runtimes/agent-cli/cli.ts";
 import { codex } from "../../../worker/runtimes/agent-cli/codex.ts";
@@ -110,5 +114,66 @@ describe("agent CLI runtimes: reading what the CLI said", () => {
         "# tokens: input 50 (cached 10), output 5",
       ],
     });
+  });
+});
+
+describe("agent CLI runtimes: how the CLI is started", () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  });
+
+  const launchContext = async (runtime: AgentCliTarget["runtime"], agentAccess?: "read" | "edit") => {
+    const runDir = await mkdtemp(join(tmpdir(), "svc-agent-cli-launch-"));
+    dirs.push(runDir);
+    const target: AgentCliTarget = {
+      ...{ name: "t", runtime, model: "m", timeoutMs: 1_000, maxTurns: 7 },
+      credentials: [{ name: "k", secret: { kind: "inline", value: "sk-secret-key" } }],
+    };
+    const access = {
+      token: "svct_run_token",
+      mcpUrl: "http://127.0.0.1:7420/mcp",
+      env: { SVC_MCP_CONFIG: join(runDir, "mcp.json"), SVC_MCP_TOKEN: "svct_run_token" },
+    };
+    const context: CliContext = {
+      ...{ target, runDir, home: join(runDir, "agent-home"), access, runEnv: {}, key: "sk-secret-key" },
+      pipeline: { result: { schema: { type: "object" } }, ...(agentAccess ? { agentAccess } : {}) },
+      prompt: { system: "persona", user: "do it" },
+    };
+    return context;
+  };
+
+  it("claude-code: svc's MCP server and the access level's built-in tools, pre-approved; the key only in the environment", async () => {
+    const read = await claudeCode.launch(await launchContext("claude-code"));
+    expect(read.argv.join(" ")).toContain("--tools Read,Grep,Glob --allowedTools mcp__svc,Read,Grep,Glob");
+    expect(read.argv).toEqual(
+      expect.arrayContaining(["--strict-mcp-config", "--permission-mode", "dontAsk"]),
+    );
+    expect(read.argv.join(" ")).toContain("--max-turns 7");
+    const edit = await claudeCode.launch(await launchContext("claude-code", "edit"));
+    expect(edit.argv.join(" ")).toContain("--tools Read,Grep,Glob,Edit,Write");
+    expect(edit.env.ANTHROPIC_API_KEY).toBe("sk-secret-key");
+    for (const launch of [read, edit]) {
+      expect(launch.argv.join(" ")).not.toContain("sk-secret-key");
+      expect(launch.argv.join(" ")).not.toContain("svct_run_token");
+    }
+  });
+
+  it("codex: the sandbox of the access level, svc's server pre-approved, key and token only in the environment", async () => {
+    const read = await codex.launch(await launchContext("codex"));
+    expect(read.argv.join(" ")).toContain("--sandbox read-only");
+    expect(read.argv).toEqual(
+      expect.arrayContaining([
+        'mcp_servers.svc.bearer_token_env_var="SVC_MCP_TOKEN"',
+        'mcp_servers.svc.default_tools_approval_mode="approve"',
+      ]),
+    );
+    const edit = await codex.launch(await launchContext("codex", "edit"));
+    expect(edit.argv.join(" ")).toContain("--sandbox workspace-write");
+    expect(edit.env.OPENAI_API_KEY).toBe("sk-secret-key");
+    for (const launch of [read, edit]) {
+      expect(launch.argv.join(" ")).not.toContain("sk-secret-key");
+      expect(launch.argv.join(" ")).not.toContain("svct_run_token");
+    }
   });
 });

@@ -17,9 +17,10 @@ const slug = (text: string) =>
 
 /**
  * The name of a target of daemon.yaml's `targets:` map for `legacy`: an existing one with the same
- * runtime and model, else a new entry. A new entry svc cannot run as written (a runtime other than
- * command / openai, a command without argv, an openai target without base_url, a credential
- * without its secret) carries a to-do saying what to add.
+ * runtime and model, else a new entry. A new entry svc cannot run as written (a runtime svc does
+ * not have, a command without argv, an openai target without base_url, a claude-code or codex
+ * target without model or credential, a credential without its secret) carries a to-do saying
+ * what to add.
  */
 export function namedTarget(d: Rewrite, legacy: LegacyTarget, usedBy: string): string {
   const targets = mapAt(d.doc, ["targets"]);
@@ -48,13 +49,16 @@ export function namedTarget(d: Rewrite, legacy: LegacyTarget, usedBy: string): s
 
 function missingParts(legacy: LegacyTarget): string[] {
   const missing: string[] = [];
+  const agentCli = legacy.runtime === "claude-code" || legacy.runtime === "codex";
   if (legacy.runtime === "command") missing.push('"command", the agent CLI as an argv list');
   else if (legacy.runtime === "openai") missing.push('"base_url" of the OpenAI-compatible endpoint');
-  else
+  else if (!agentCli)
     missing.push(
-      `a runtime svc runs: "runtime: command" with "command: [<agent CLI>, ...]" (for ${legacy.runtime ?? "the old default runtime"}), or "runtime: openai" with "base_url"`,
+      `a runtime svc runs: "runtime: command" with "command: [<agent CLI>, ...]" (for ${legacy.runtime ?? "the old default runtime"}), "runtime: openai" with "base_url", or "runtime: claude-code" / "runtime: codex"`,
     );
-  if (legacy.runtime === "openai" && !legacy.model) missing.push('"model"');
+  if ((legacy.runtime === "openai" || agentCli) && !legacy.model) missing.push('"model"');
+  if (agentCli && !legacy.credential)
+    missing.push('"credentials": at least one { name, secret | secret_ref }');
   if (legacy.credential)
     missing.push(
       `the secret of credential "${legacy.credential}": add "secret: \${ENV_NAME}" or "secret_ref" to it`,
