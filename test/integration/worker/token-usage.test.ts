@@ -149,7 +149,7 @@ describe("token usage reported by the runtime", () => {
     ]);
   });
 
-  it("GET /trace/:id and svc trace show the agent task's usage", async () => {
+  it("GET /trace/:id, svc trace and the trace page show the agent task's usage", async () => {
     const trace = await get(`/trace/${triggers[0]}`);
     expect(trace.status).toBe(200);
     const agent = trace.body.tasks.find((task: { kind: string }) => task.kind === "agent");
@@ -157,6 +157,11 @@ describe("token usage reported by the runtime", () => {
     expect(renderTree(trace.body).join("\n")).toContain(
       `agent agent on model  completed  exit 0  tokens in ${input} out ${output}`,
     );
+    const page = await fetch(`${api.url}/ui/trace/${triggers[0]}`, {
+      headers: { cookie: `svc_ui_token=${TOKEN}` },
+    });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain(`<td>${input} / ${output}</td>`);
     const plain = await get(`/trace/${triggers[2]}`);
     const command = plain.body.tasks.find((task: { kind: string }) => task.kind === "agent");
     expect(command.usage).toBeNull();
