@@ -15,6 +15,10 @@ export interface VersionTargetStats {
   p50Ms: number | null;
   p90Ms: number | null;
   codes: Record<string, number>;
+  /** runs whose tasks reported token usage, and the sums over them (0 when none did) */
+  usageRuns: number;
+  inputTokens: number;
+  outputTokens: number;
 }
 
 const FINISHED = "i.status IN ('completed', 'failed') AND i.finished_at IS NOT NULL";
@@ -39,8 +43,13 @@ export async function statsByVersionTarget(
   const { rows } = await db.query<VersionTargetStats>(
     `WITH runs AS (
        SELECT w.pipeline_version AS version, i.target, i.status, i.diagnostic->>'code' AS code,
-              ${DURATION_MS} AS duration_ms, w.created_at
+              ${DURATION_MS} AS duration_ms, w.created_at, u.input_tokens, u.output_tokens
          FROM svc.workloads w JOIN svc.invocations i ON i.workload_id = w.id
+         -- a run's tokens: every attempt of its agent that reported usage (a failover pays twice)
+         LEFT JOIN LATERAL (
+           SELECT sum((t.usage->>'input_tokens')::bigint) AS input_tokens,
+                  sum((t.usage->>'output_tokens')::bigint) AS output_tokens
+             FROM svc.tasks t WHERE t.invocation_id = i.id AND t.usage IS NOT NULL) u ON true
         WHERE w.pipeline = $1 AND ${FINISHED} AND ($2::timestamptz IS NULL OR w.created_at >= $2)),
      codes AS (
        SELECT version, target, jsonb_object_agg(code, n) AS codes
@@ -52,7 +61,10 @@ export async function statsByVersionTarget(
             (count(*) FILTER (WHERE r.code = 'output_failed'))::int AS "outputFailed",
             percentile_cont(0.5) WITHIN GROUP (ORDER BY r.duration_ms) AS "p50Ms",
             percentile_cont(0.9) WITHIN GROUP (ORDER BY r.duration_ms) AS "p90Ms",
-            coalesce((array_agg(c.codes))[1], '{}'::jsonb) AS codes
+            coalesce((array_agg(c.codes))[1], '{}'::jsonb) AS codes,
+            (count(*) FILTER (WHERE r.input_tokens IS NOT NULL))::int AS "usageRuns",
+            coalesce(sum(r.input_tokens), 0)::float8 AS "inputTokens",
+            coalesce(sum(r.output_tokens), 0)::float8 AS "outputTokens"
        FROM runs r LEFT JOIN codes c
          ON c.version IS NOT DISTINCT FROM r.version AND c.target IS NOT DISTINCT FROM r.target
       GROUP BY r.version, r.target

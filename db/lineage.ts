@@ -1,6 +1,7 @@
 import type { Diagnostic } from "../shared/diagnostics.ts";
 import type { NewArtifact } from "./artifacts.ts";
 import type { Queryable } from "./queryable.ts";
+import type { TokenUsage } from "./tasks.ts";
 
 /**
  * Lineage reads for `GET /trace/:id`: resolving an id prefix across the four traced kinds and
@@ -64,6 +65,8 @@ export interface LineageTask {
   status: string;
   exitCode: number | null;
   diagnostic: Diagnostic | null;
+  /** an agent attempt's tokens, when its runtime reported them */
+  usage: TokenUsage | null;
   startedAt: Date;
   finishedAt: Date | null;
   /** an orchestrated task: the orchestrator's agent task that created it (the tree's edge) */
@@ -108,7 +111,7 @@ export function artifactColumns(a: string): string {
 }
 
 const TASK_COLUMNS = `t.id, t.invocation_id AS "invocationId", t.kind, t.name, t.seq, t.status, t.exit_code AS "exitCode",
-  t.diagnostic, t.started_at AS "startedAt", t.finished_at AS "finishedAt", t.parent_id AS "parentId", t.target,
+  t.diagnostic, t.usage, t.started_at AS "startedAt", t.finished_at AS "finishedAt", t.parent_id AS "parentId", t.target,
   t.attempts, (extract(epoch FROM t.finished_at - t.started_at) * 1000)::int AS "durationMs",
   t.spec->>'skill' AS skill, t.spec->>'principal' AS principal`;
 

@@ -2,6 +2,12 @@ import type { Diagnostic } from "../shared/diagnostics.ts";
 import { artifactUpsert, type NewArtifact } from "./artifacts.ts";
 import type { Queryable } from "./queryable.ts";
 
+/** The tokens an agent attempt's model calls used, as the model API or the agent CLI reported them. */
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
 export type TaskKind = "setup" | "agent" | "result_check" | "output";
 export type TaskStatus = "running" | "completed" | "failed" | "skipped";
 // an orchestrator's tasks also go pending, queued and cancelled (db/orchestrated-tasks.ts)
@@ -15,6 +21,7 @@ export interface TaskRow {
   status: TaskStatus;
   exit_code: number | null;
   diagnostic: Diagnostic | null;
+  usage: TokenUsage | null;
   started_at: Date;
   finished_at: Date | null;
 }
@@ -34,6 +41,8 @@ export interface TaskEnd {
   status: Exclude<TaskStatus, "running">;
   exitCode?: number | null;
   diagnostic?: Diagnostic | null;
+  /** the tokens an agent attempt used, when its runtime reported them (finishTask only) */
+  usage?: TokenUsage;
 }
 
 function endValues(end: TaskEnd): unknown[] {
@@ -50,12 +59,12 @@ export async function finishTask(
   end: TaskEnd,
   artifact?: NewArtifact,
 ): Promise<void> {
-  const values = [id, ...endValues(end)];
+  const values = [id, ...endValues(end), end.usage ? JSON.stringify(end.usage) : null];
   // only a task still running ends here: one the reaper closed (its worker was judged lost and the
   // run went to another attempt) keeps its `worker_lost`, and its late artifact does not replace
   // the new attempt's artifact of the same name
   const update =
-    "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, finished_at = now() WHERE id = $1 AND status = 'running'";
+    "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, usage = $5, finished_at = now() WHERE id = $1 AND status = 'running'";
   if (!artifact) {
     await db.query({ name: "svc_finish_task", text: update, values });
     return;

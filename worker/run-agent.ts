@@ -104,22 +104,29 @@ async function runAgentOn(
     name: "transcript",
     mediaType: "text/plain",
   });
+  // the tokens go into the statement that ends the task, whichever way it ended
+  const usage = outcome.usage ? { usage: outcome.usage } : {};
   if (outcome.kind === "result") {
-    await finishTask(records, taskId, { status: "completed", exitCode: 0 }, log);
+    await finishTask(records, taskId, { status: "completed", exitCode: 0, ...usage }, log);
     return { kind: "result", result: outcome.result, target: target.name };
   }
   if (outcome.kind === "aborted" && deadline.expired()) {
     const timeout = orchestratorTimeout(input.pipeline.name, target.name, orchestrator?.timeoutMs ?? 0);
-    await finishTask(records, taskId, { status: "failed", diagnostic: timeout }, log);
+    await finishTask(records, taskId, { status: "failed", diagnostic: timeout, ...usage }, log);
     return { kind: "ended", end: { kind: "failed", diagnostic: timeout } };
   }
   if (outcome.kind === "aborted") return { kind: "ended", end: await stopped(run, taskId, log) };
   if (outcome.kind === "failed") {
-    await finishTask(records, taskId, { status: "failed", diagnostic: outcome.diagnostic }, log);
+    await finishTask(records, taskId, { status: "failed", diagnostic: outcome.diagnostic, ...usage }, log);
     await recordSurface(records, invocationId, input.paths.surfaceDir);
     return { kind: "ended", end: { kind: "failed", diagnostic: outcome.diagnostic } };
   }
-  await finishTask(records, taskId, { status: "skipped", diagnostic: outcome.diagnostic ?? null }, log);
+  await finishTask(
+    records,
+    taskId,
+    { status: "skipped", diagnostic: outcome.diagnostic ?? null, ...usage },
+    log,
+  );
   return { kind: "unavailable", ...(outcome.diagnostic ? { diagnostic: outcome.diagnostic } : {}) };
 }
 

@@ -113,7 +113,9 @@ type TraceTask = TraceAnswer["tasks"][number];
 
 function taskLine(task: TraceTask): string {
   const exit = task.exitCode === null || task.exitCode === undefined ? "" : `  exit ${task.exitCode}`;
-  const line = `task ${task.id}  ${task.kind} ${task.name}  ${task.status}${exit}`;
+  const usage = task.usage as { input_tokens: number; output_tokens: number } | null | undefined;
+  const tokens = usage ? `  tokens in ${usage.input_tokens} out ${usage.output_tokens}` : "";
+  const line = `task ${task.id}  ${task.kind} ${task.name}  ${task.status}${exit}${tokens}`;
   if (!task.parentId) return line;
   const diag = task.diagnostic as Diagnostic | null;
   const duration = typeof task.durationMs === "number" ? `  ${(task.durationMs / 1000).toFixed(1)}s` : "";

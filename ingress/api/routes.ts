@@ -319,7 +319,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
     path: "/evals/stats",
     scope: "evals:write",
     summary:
-      "per version × target: runs, completed and output_failed rates, codes, p50/p90 duration; agreement of curated cases and eval runs",
+      "per version × target: runs, completed and output_failed rates, codes, p50/p90 duration, token usage; agreement of curated cases and eval runs",
     handler: evalStatsRoute,
     query: { pipeline: "a pipeline name (required)", since: "an ISO time or a duration such as 7d" },
   },

@@ -79,7 +79,7 @@ function timeline(invocation: LineageInvocation, tasks: LineageTask[]): SafeHtml
   const origin = Math.min(...starts, invocation.startedAt?.getTime() ?? Number.POSITIVE_INFINITY);
   const span = Math.max(1, Math.max(...ends, invocation.finishedAt?.getTime() ?? 0) - origin);
   const percent = (ms: number) => ((ms / span) * 100).toFixed(2);
-  return html`<table class="tasks"><thead><tr><th>#</th><th>Task</th><th>Status</th><th>Exit</th><th>Duration</th><th>Timeline</th></tr></thead><tbody>${asTree(
+  return html`<table class="tasks"><thead><tr><th>#</th><th>Task</th><th>Status</th><th>Exit</th><th>Tokens in/out</th><th>Duration</th><th>Timeline</th></tr></thead><tbody>${asTree(
     tasks,
   ).map((task) => {
     const start = task.startedAt.getTime() - origin;
@@ -91,7 +91,7 @@ function timeline(invocation: LineageInvocation, tasks: LineageTask[]): SafeHtml
     const label = task.parentId
       ? html`↳ ${task.name}${task.skill ? ` (${task.skill})` : ""}${task.target ? html` <span class="muted">on ${task.target}</span>` : ""}`
       : html`${task.kind}: ${task.name}`;
-    return html`<tr${task.parentId ? html` class="subtask"` : ""}><td>${task.seq}</td><td>${label}</td><td>${statusBadge(task.status)}${diagnosticBlock(task.diagnostic)}</td><td>${task.exitCode ?? "—"}</td><td>${durationBetween(task.startedAt, task.finishedAt)}</td>
+    return html`<tr${task.parentId ? html` class="subtask"` : ""}><td>${task.seq}</td><td>${label}</td><td>${statusBadge(task.status)}${diagnosticBlock(task.diagnostic)}</td><td>${task.exitCode ?? "—"}</td><td>${task.usage ? `${task.usage.input_tokens} / ${task.usage.output_tokens}` : "—"}</td><td>${durationBetween(task.startedAt, task.finishedAt)}</td>
 <td><svg class="timeline" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label="${`${task.name} from +${start} ms`}"><rect class="track" x="0" y="0" width="100" height="10"></rect><rect class="${failed ? "bar-failed" : "bar"}" x="${percent(start)}" y="0" width="${percent(width)}" height="10"></rect></svg></td></tr>`;
   })}</tbody></table>`;
 }

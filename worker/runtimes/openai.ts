@@ -9,7 +9,7 @@ import type { CredentialSecrets } from "../credentials/secrets.ts";
 import type { Prompt } from "../prompt.ts";
 import { lastJsonObject } from "../result-check.ts";
 import type { RunAccess } from "../run-token.ts";
-import type { AgentOutcome } from "./outcome.ts";
+import type { AgentOutcome, TokenUsage } from "./outcome.ts";
 import type { OpenAiTool, ToolSession } from "./tool-client.ts";
 
 export interface OpenAiRunInput {
@@ -115,8 +115,10 @@ export async function runOpenAiAgent(input: OpenAiRunInput): Promise<AgentOutcom
   await log(`# request: model ${target.model} at ${target.baseUrl}`);
   await log(JSON.stringify({ system: input.prompt.system, user: input.prompt.user }));
   const session = await openTools(input, log);
+  const usage: UsageSum = {};
   try {
-    return await agentLoop(input, session, log);
+    const outcome = await agentLoop(input, session, log, usage);
+    return usage.total ? { ...outcome, usage: usage.total } : outcome;
   } finally {
     await session?.close();
   }
@@ -140,10 +142,28 @@ async function openTools(
   }
 }
 
+/** The usage of the attempt's model calls so far; `total` stays unset while no answer reported any. */
+interface UsageSum {
+  total?: TokenUsage;
+}
+
+/** Adds a chat-completions answer's `usage` (prompt and completion tokens) to the sum. */
+function addUsage(sum: UsageSum, body: unknown): void {
+  const usage = (body as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } } | null)?.usage;
+  const input = usage?.prompt_tokens;
+  const output = usage?.completion_tokens;
+  if (typeof input !== "number" && typeof output !== "number") return;
+  sum.total = {
+    input_tokens: (sum.total?.input_tokens ?? 0) + (typeof input === "number" ? input : 0),
+    output_tokens: (sum.total?.output_tokens ?? 0) + (typeof output === "number" ? output : 0),
+  };
+}
+
 async function agentLoop(
   input: OpenAiRunInput,
   session: ToolSession | undefined,
   log: (line: string) => Promise<void>,
+  usage: UsageSum,
 ): Promise<AgentOutcome> {
   const { target } = input;
   const maxTurns = target.maxTurns ?? DEFAULT_MAX_TURNS;
@@ -153,7 +173,7 @@ async function agentLoop(
   ];
   let turn = 0;
   while (turn < maxTurns) {
-    const answer = await callModel(input, messages, session?.tools ?? [], turn + 1, log);
+    const answer = await callModel(input, messages, session?.tools ?? [], turn + 1, log, usage);
     if (answer.kind !== "message") return answer.outcome;
     turn += 1;
     const reply = answer.message;
@@ -228,6 +248,7 @@ async function callModel(
   tools: OpenAiTool[],
   turn: number,
   log: (line: string) => Promise<void>,
+  usage: UsageSum,
 ): Promise<ModelAnswer> {
   const { target, cooldowns } = input;
   for (let credential = usableCredential(input); credential; credential = usableCredential(input)) {
@@ -239,6 +260,7 @@ async function callModel(
     }
     await log(`# turn ${turn}: response ${response.status} (credential ${credential.name})`);
     await log(typeof response.body === "string" ? response.body : JSON.stringify(response.body));
+    addUsage(usage, response.body);
     const verdict = classifyResponse(response.status, response.headers, response.body);
     if (verdict.kind === "dead") {
       await cooldowns.markDead(target.name, credential.name, verdict.reason);

@@ -14,7 +14,7 @@ interface StatsView {
     codes: Record<string, number>;
     p50Ms: number | null;
     p90Ms: number | null;
-    tokens: number | null;
+    tokens: { runs: number; input: number; output: number; meanInput: number; meanOutput: number } | null;
   }[];
   agreement: RateView;
   evalRuns: { id: string; pipelineVersion: string; cases: number; finished: number; agreement: RateView }[];
@@ -22,11 +22,19 @@ interface StatsView {
 
 const ms = (value: number | null) => (value === null ? "-" : `${Math.round(value)}ms`);
 
+/** `12400/830 (mean 6200/415 over 2 runs)`: sums, then the mean per run that reported usage. */
+function tokens(usage: StatsView["versions"][number]["tokens"]): string {
+  if (!usage) return "-";
+  const mean = `${Math.round(usage.meanInput)}/${Math.round(usage.meanOutput)}`;
+  return `${usage.input}/${usage.output} (mean ${mean} over ${usage.runs} run${usage.runs === 1 ? "" : "s"})`;
+}
+
 export default class EvalStats extends Command {
   static override summary = "Show a pipeline's statistics per version and target";
   static override description =
     "Shows GET /evals/stats: per pipeline version × target the runs, completed and output_failed rates with " +
-    "95% Wilson intervals, diagnostic codes and p50/p90 durations; then how often the curated cases' runs " +
+    "95% Wilson intervals, diagnostic codes, p50/p90 durations and the input/output tokens of the runs whose " +
+    "runtime reported usage (sum, and mean per run); then how often the curated cases' runs " +
     "agreed with what the team expected, and each eval run's agreement. Needs `evals:write`.";
   static override examples = [
     "<%= config.bin %> eval stats --pipeline pr-review",
@@ -51,7 +59,17 @@ export default class EvalStats extends Command {
       else
         this.log(
           table(
-            ["VERSION", "TARGET", "RUNS", "COMPLETED", "OUTPUT_FAILED", "P50", "P90", "CODES"],
+            [
+              "VERSION",
+              "TARGET",
+              "RUNS",
+              "COMPLETED",
+              "OUTPUT_FAILED",
+              "P50",
+              "P90",
+              "TOKENS IN/OUT",
+              "CODES",
+            ],
             answer.versions.map((row) => [
               row.version ?? "(unrecorded)",
               row.target,
@@ -60,6 +78,7 @@ export default class EvalStats extends Command {
               rateWithInterval(row.outputFailed),
               ms(row.p50Ms),
               ms(row.p90Ms),
+              tokens(row.tokens),
               Object.entries(row.codes)
                 .map(([code, n]) => `${code}:${n}`)
                 .join(" ") || "-",

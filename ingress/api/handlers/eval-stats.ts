@@ -3,6 +3,7 @@ import {
   pipelineHasRecords,
   readCohort,
   statsByVersionTarget,
+  type VersionTargetStats,
 } from "../../../db/eval-stats.ts";
 import { compareCohorts, outcomeOf, parseCohort, rate } from "../../evals/compare.ts";
 import { ok, type Reply, type RouteContext } from "../context.ts";
@@ -29,8 +30,8 @@ async function pipelineParam(ctx: RouteContext): Promise<string> {
 
 /**
  * `GET /evals/stats?pipeline=…&since=…`: per version × target the runs, completed and
- * output_failed rates (95% Wilson intervals), diagnostic codes and p50/p90 durations; token usage
- * is null while no runtime reports it. `agreement` is over the curated cases' original runs, and
+ * output_failed rates (95% Wilson intervals), diagnostic codes, p50/p90 durations and token usage
+ * (null where no run's runtime reported any). `agreement` is over the curated cases' original runs, and
  * each eval run's replays against the same cases' expectations.
  */
 export async function evalStatsRoute(ctx: RouteContext): Promise<Reply> {
@@ -56,11 +57,26 @@ export async function evalStatsRoute(ctx: RouteContext): Promise<Reply> {
       codes: row.codes,
       p50Ms: row.p50Ms,
       p90Ms: row.p90Ms,
-      tokens: null,
+      tokens: tokens(row),
     })),
     agreement: agreement(cases),
     evalRuns,
   });
+}
+
+/**
+ * Token sums over the runs whose runtime reported usage, and the mean per such run; runs of a
+ * runtime that reports none (`command`) are left out of both rather than counted as zero.
+ */
+function tokens(row: VersionTargetStats) {
+  if (row.usageRuns === 0) return null;
+  return {
+    runs: row.usageRuns,
+    input: row.inputTokens,
+    output: row.outputTokens,
+    meanInput: row.inputTokens / row.usageRuns,
+    meanOutput: row.outputTokens / row.usageRuns,
+  };
 }
 
 function agreement(runs: Awaited<ReturnType<typeof readCohort>>) {

@@ -10,6 +10,9 @@ export type Answer =
   | { status: 429; retryAfter?: string }
   | { status: 400 | 401; errorCode: "token_revoked" | "token_expired" };
 
+/** What every chat completion reports it used, as the real API's `usage` does. */
+export const USAGE_PER_CALL = { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 };
+
 export interface Request {
   path: string;
   key: string;
@@ -67,6 +70,7 @@ export class FakeModelApi {
                 id: `chatcmpl-${this.requests.length}`,
                 object: "chat.completion",
                 choices: [{ index: 0, message, finish_reason: calls ? "tool_calls" : "stop" }],
+                usage: USAGE_PER_CALL,
               }),
             answer.delayMs ?? 0,
           );
@@ -92,6 +96,7 @@ export class FakeModelApi {
             id: `chatcmpl-${turn}`,
             object: "chat.completion",
             choices: [{ index: 0, message, finish_reason: calls ? "tool_calls" : "stop" }],
+            usage: USAGE_PER_CALL,
           });
         } else if (request.url?.endsWith("/models")) {
           send(200, { object: "list", data: [{ id: "test-model", object: "model" }] });
@@ -109,6 +114,7 @@ export class FakeModelApi {
                 finish_reason: "stop",
               },
             ],
+            usage: USAGE_PER_CALL,
           });
         }
       });

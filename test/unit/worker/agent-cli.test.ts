@@ -42,6 +42,8 @@ describe("agent CLI runtimes: reading what the CLI said", () => {
     expect(await claudeCode.report(`warning: not JSON\n${stdout}`, context)).toEqual({
       result: { summary: "ok" },
       finalText: "done",
+      // the cached prompt tokens are part of the input, as in OpenAI's usage
+      usage: { input_tokens: 220, output_tokens: 7 },
       summary: [
         "# mcp servers: svc connected",
         "# turns: 3",
@@ -57,6 +59,7 @@ describe("agent CLI runtimes: reading what the CLI said", () => {
       context,
     );
     expect(refused).toMatchObject({ apiStatus: 403, overloaded: false, error: "forbidden" });
+    expect(refused.usage).toBeUndefined();
     const busy = await claudeCode.report(
       lines({ type: "result", is_error: true, api_error_status: 529, api_error_type: "overloaded_error" }),
       context,
@@ -93,6 +96,7 @@ describe("agent CLI runtimes: reading what the CLI said", () => {
       context,
     );
     expect(refused.apiStatus).toBe(401);
+    expect(refused.usage).toBeUndefined();
     const done = await codex.report(
       lines(
         {
@@ -104,14 +108,16 @@ describe("agent CLI runtimes: reading what the CLI said", () => {
           item: { type: "mcp_tool_call", server: "svc", tool: "read_note", status: "failed" },
         },
         { type: "turn.completed", usage: { input_tokens: 50, cached_input_tokens: 10, output_tokens: 5 } },
+        { type: "turn.completed", usage: { input_tokens: 30, output_tokens: 2 } },
       ),
       context,
     );
     expect(done).toEqual({
+      usage: { input_tokens: 80, output_tokens: 7 },
       summary: [
-        "# turns: 1",
+        "# turns: 2",
         "# tool calls: svc.submit_note, svc.read_note (failed)",
-        "# tokens: input 50 (cached 10), output 5",
+        "# tokens: input 80 (cached 10), output 7",
       ],
     });
   });

@@ -70,10 +70,19 @@ export const claudeCode: AgentCli = {
       `# tokens: input ${usage.input_tokens ?? 0} (cache read ${usage.cache_read_input_tokens ?? 0}), output ${usage.output_tokens ?? 0}`,
     ];
     if (!done) return { error: "it printed no result event", summary };
+    // Anthropic counts cached prompt tokens apart; svc's input is the whole prompt, as OpenAI's is
+    const input =
+      (usage.input_tokens ?? 0) +
+      (usage.cache_creation_input_tokens ?? 0) +
+      (usage.cache_read_input_tokens ?? 0);
+    const used = done.usage
+      ? { usage: { input_tokens: input, output_tokens: usage.output_tokens ?? 0 } }
+      : {};
     const text = typeof done.result === "string" ? done.result : undefined;
-    if (done.subtype === "error_max_turns") return { turnLimit: true, summary };
+    if (done.subtype === "error_max_turns") return { turnLimit: true, ...used, summary };
     if (done.is_error) {
       return {
+        ...used,
         ...(typeof done.api_error_status === "number" ? { apiStatus: done.api_error_status } : {}),
         overloaded: done.api_error_type === "overloaded_error",
         error: text ?? done.subtype ?? "error",
@@ -87,7 +96,12 @@ export const claudeCode: AgentCli = {
         : text !== undefined
           ? lastJsonObject(text)
           : undefined;
-    return { ...(result ? { result } : {}), ...(text !== undefined ? { finalText: text } : {}), summary };
+    return {
+      ...(result ? { result } : {}),
+      ...(text !== undefined ? { finalText: text } : {}),
+      ...used,
+      summary,
+    };
   },
 };
 
@@ -100,5 +114,10 @@ interface ClaudeResult {
   structured_output?: unknown;
   api_error_status?: number | null;
   api_error_type?: string;
-  usage?: { input_tokens?: number; output_tokens?: number; cache_read_input_tokens?: number };
+  usage?: {
+    input_tokens?: number;
+    output_tokens?: number;
+    cache_read_input_tokens?: number;
+    cache_creation_input_tokens?: number;
+  };
 }

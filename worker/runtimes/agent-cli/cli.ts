@@ -1,6 +1,7 @@
 import type { AgentCliTarget, Pipeline } from "../../../shared/config/types.ts";
 import type { Prompt } from "../../prompt.ts";
 import type { RunAccess } from "../../run-token.ts";
+import type { TokenUsage } from "../outcome.ts";
 
 /** Everything one CLI attempt is launched from. */
 export interface CliContext {
@@ -39,6 +40,8 @@ export interface CliReport {
   turnLimit?: boolean;
   /** the CLI's error text, when it failed */
   error?: string;
+  /** the tokens the CLI reported using, when it reported any */
+  usage?: TokenUsage;
   /** transcript lines: turns, tool calls, token usage */
   summary: string[];
 }

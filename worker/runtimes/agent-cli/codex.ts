@@ -103,6 +103,7 @@ export const codex: AgentCli = {
       `# tool calls: ${countCalls(calls)}`,
       `# tokens: input ${usage.input} (cached ${usage.cached}), output ${usage.output}`,
     ];
+    const used = turns > 0 ? { usage: { input_tokens: usage.input, output_tokens: usage.output } } : {};
     // a top-level `error` event ends the run only when no turn completed (Codex also reports
     // notices it recovered from that way)
     const failed =
@@ -116,6 +117,7 @@ export const codex: AgentCli = {
         ...(status ? { apiStatus: Number(status) } : {}),
         overloaded: /overloaded/i.test(message),
         error: message,
+        ...used,
         summary,
       };
     }
@@ -126,7 +128,12 @@ export const codex: AgentCli = {
       text = undefined; // Codex wrote no last message: no result, which the caller reports
     }
     const result = text === undefined ? undefined : lastJsonObject(text);
-    return { ...(result ? { result } : {}), ...(text !== undefined ? { finalText: text } : {}), summary };
+    return {
+      ...(result ? { result } : {}),
+      ...(text !== undefined ? { finalText: text } : {}),
+      ...used,
+      summary,
+    };
   },
 };
 

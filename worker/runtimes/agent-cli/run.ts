@@ -83,7 +83,8 @@ export async function runAgentCli(input: AgentCliRunInput): Promise<AgentOutcome
       continue;
     }
     const error = report.error === undefined ? undefined : redact(report.error, key);
-    return outcomeOf(target, outcome, { ...report, error }, input.transcriptFile);
+    const ended = await outcomeOf(target, outcome, { ...report, error }, input.transcriptFile);
+    return report.usage ? { ...ended, usage: report.usage } : ended;
   }
   return { kind: "unavailable", reason: `no usable credential on target ${target.name}` };
 }
