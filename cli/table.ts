@@ -1,18 +1,21 @@
+/** Lines of a plain text table: a header row and the rows, each column as wide as its widest cell. */
+export function tableLines(columns: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const widths = columns.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  return [line(columns), ...rows.map(line)];
+}
+
 /**
- * Text tables for commands that print rows: each column as wide as its widest cell, two spaces
- * apart, a header line first. Cells are single-line (newlines shown as spaces) so a row stays a row.
+ * A text table for commands that print rows, as one string. Cells are single-line (newlines shown
+ * as spaces) so a row stays a row; an absent value is `-`.
  */
 export function table(headers: string[], rows: (string | number | null | undefined)[][]): string {
-  const cells = [headers, ...rows.map((row) => row.map((cell) => String(cell ?? "-").replace(/\s+/g, " ")))];
-  const widths = headers.map((_, column) => Math.max(...cells.map((row) => row[column]?.length ?? 0)));
-  return cells
-    .map((row) =>
-      row
-        .map((cell, column) => (column === row.length - 1 ? cell : cell.padEnd(widths[column]!)))
-        .join("  ")
-        .trimEnd(),
-    )
-    .join("\n");
+  const cells = rows.map((row) => row.map((cell) => String(cell ?? "-").replace(/\s+/g, " ")));
+  return tableLines(headers, cells).join("\n");
 }
 
 /** A rate as `90.0% (36/40)`, or `-` when nothing was counted. */

@@ -130,7 +130,7 @@ export async function imageInventory(
       : spec && "build" in spec
         ? `built on first use from .svc/${spec.build}`
         : `pulled on first use from ${spec && "pull" in spec ? spec.pull : "?"}`;
-    statuses.push({ image, present: await imageExists(docker, image), pipelines, source });
+    statuses.push({ image, present: await imageExists(docker, image), pipelines: pipelines.sort(), source });
   }
   return statuses;
 }

@@ -49,6 +49,7 @@ export class RunSandbox {
   #container: Docker.Container | undefined;
   #starting: Promise<Docker.Container | undefined> | undefined;
   #removed = false;
+  #removal: Promise<void> | undefined;
   #uid: { uid: number; gid: number } | undefined;
   /** why the container could not be started: the run's diagnostic */
   failure: Diagnostic | undefined;
@@ -82,19 +83,23 @@ export class RunSandbox {
     })();
     return superviseChild(spec, exited, () => {
       stop = true;
-      void this.close();
+      // the run's end awaits the same removal and logs its failure
+      this.close().catch(() => {});
     }).outcome;
   }
 
-  /** Stops and removes the container (idempotent); nothing of it is left on the engine. */
-  async close(): Promise<void> {
+  /** Stops and removes the container; every call waits for the one removal, so nothing of it is left after. */
+  close(): Promise<void> {
     this.#removed = true;
-    const container = this.#container ?? (await this.#starting?.catch(() => undefined));
-    if (!container) return;
-    await container.remove({ force: true, v: true }).catch((error) => {
-      // already gone (a timeout removed it); anything else is left to the sweeper, by label
-      if (engineStatus(error) !== 404 && engineStatus(error) !== 409) throw error;
-    });
+    this.#removal ??= (async () => {
+      const container = this.#container ?? (await this.#starting?.catch(() => undefined));
+      if (!container) return;
+      await container.remove({ force: true, v: true }).catch((error) => {
+        // already gone; anything else is left to the sweeper, which finds the container by label
+        if (engineStatus(error) !== 404) throw error;
+      });
+    })();
+    return this.#removal;
   }
 
   #start(logFile: string): Promise<Docker.Container | undefined> {

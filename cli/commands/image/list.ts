@@ -2,6 +2,7 @@ import { Command } from "@oclif/core";
 import { type ImageStatus, imageInventory } from "../../../shared/sandbox/images.ts";
 import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 import { imageConfig, withEngine } from "../../image/config.ts";
+import { tableLines } from "../../table.ts";
 
 const COLUMNS = ["IMAGE", "ON THIS HOST", "PIPELINES", "MADE BY"] as const;
 
@@ -32,14 +33,7 @@ export default class ImageList extends Command {
         image.pipelines.join(", ") || "-",
         image.source,
       ]);
-      const widths = COLUMNS.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
-      const line = (cells: readonly string[]) =>
-        cells
-          .map((cell, i) => cell.padEnd(widths[i]!))
-          .join("  ")
-          .trimEnd();
-      this.log(line(COLUMNS));
-      for (const row of rows) this.log(line(row));
+      for (const line of tableLines(COLUMNS, rows)) this.log(line);
     }
     return { images };
   }

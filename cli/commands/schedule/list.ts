@@ -1,5 +1,6 @@
 import { Command } from "@oclif/core";
 import { fromDaemon } from "../../from-daemon.ts";
+import { tableLines } from "../../table.ts";
 
 interface ScheduleRow {
   name: string;
@@ -43,14 +44,7 @@ export default class ScheduleList extends Command {
         s.lastRun?.at ?? "-",
         s.lastRun?.trigger ?? "-",
       ]);
-      const widths = COLUMNS.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i]!.length)));
-      const line = (cells: readonly string[]) =>
-        cells
-          .map((cell, i) => cell.padEnd(widths[i]!))
-          .join("  ")
-          .trimEnd();
-      this.log(line(COLUMNS));
-      for (const row of rows) this.log(line(row));
+      for (const line of tableLines(COLUMNS, rows)) this.log(line);
     }
     return answer;
   }

@@ -1,0 +1,396 @@
+import { execFile } from "node:child_process";
+import { access, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
+import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import {
+  buildProjectImages,
+  engineSuiteUnavailable,
+  ensureEnginePackages,
+  imageCacheDir,
+  projectImagesKey,
+  pushAs,
+  startTestEngine,
+  type TestEngine,
+} from "../../support/sandbox-engine.ts";
+import { FakeAnthropic } from "../agents/fake-anthropic.ts";
+import {
+  postWebhook,
+  type RoleProcess,
+  startIngress,
+  startWorkerProcess,
+  writeConfigDir,
+} from "../worker/processes.ts";
+
+const run = promisify(execFile);
+const BIN = join(import.meta.dirname, "..", "..", "..", "bin", "svc.js");
+const HOOK = "sandbox-hook-token";
+const unavailable = engineSuiteUnavailable();
+if (unavailable) console.warn(`sandboxed-runs suite skipped: ${unavailable}`);
+
+// the facts a run reports from inside its container, one per line, read back by the test
+const FACTS_STEP = [
+  'echo "hostname=$(hostname)"',
+  'echo "uid=$(id -u)"',
+  'echo "worktree=$WORKTREE"',
+  'echo "from-step" > "$WORKTREE/written-inside.txt"',
+  'cat "$HOST_SECRET" >/dev/null 2>&1 && echo "secret=readable" || echo "secret=unreadable"',
+  'touch /etc/svc-probe 2>/dev/null && echo "rootfs=writable" || echo "rootfs=read-only"',
+  `node -e 'fetch(process.env.PROBE_URL).then(() => console.log("network=reachable"), () => console.log("network=unreachable"))'`,
+].join("; ");
+const FACTS_AGENT = `cat > /dev/null; cat "$WORKTREE/written-inside.txt" > "$SURFACE_DIR/agent-saw.txt"; echo '{"ok": true, "uid": '"$(id -u)"'}'`;
+// the run token of a sandboxed run asks for a host tool it is scoped for, over MCP, from inside
+const TOOL_AGENT = `cat > /dev/null; node -e '
+const call = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "host_probe", arguments: {} } };
+fetch(process.env.SVC_MCP_URL, {
+  method: "POST",
+  headers: { authorization: "Bearer " + process.env.SVC_MCP_TOKEN, "content-type": "application/json", accept: "application/json, text/event-stream" },
+  body: JSON.stringify(call),
+}).then(async (r) => console.log(JSON.stringify({ status: r.status, answer: await r.text() })))
+  .catch((e) => console.log(JSON.stringify({ error: String(e) })));
+'`;
+
+function facts(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split("\n")
+      .filter((line) => line.includes("="))
+      .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
+  );
+}
+
+/**
+ * Sandboxed runs end to end: a real dockerd (temporary directory, no bridge, no iptables) and a
+ * loopback registry; the project's agent and studio images built on an mmdebstrap base and pushed
+ * there; `svc image pull`; then real `svc ingress` and `svc worker` processes running pipelines in
+ * containers.
+ */
+describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => {
+  let engine: TestEngine;
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  let dir: string;
+  let ingress: RoleProcess;
+  let worker: RoleProcess;
+  let url: string;
+  const anthropic = new FakeAnthropic();
+  const env: Record<string, string> = {
+    HOOK_TOKEN: HOOK,
+    SVC_WORKER_HEARTBEAT_MS: "300",
+    SVC_WORKER_STALE_MS: "3000",
+  };
+  const svc = (args: string[]) =>
+    run(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 });
+  const containersOf = async (invocation: string) =>
+    engine.docker.listContainers({ all: true, filters: { label: [`svc.invocation=${invocation}`] } });
+  const fireAndWait = async (hook: string) => {
+    const id = await postWebhook(url, hook, HOOK, {});
+    await waitForTrigger(pool, id);
+    return lineage(pool, id);
+  };
+
+  beforeAll(async () => {
+    await ensureEnginePackages();
+    const started = Date.now();
+    // the registry's storage after the pushes below is cached, keyed by what the images are made of
+    const cached = join(imageCacheDir(), `registry-${await projectImagesKey()}`);
+    const hit = await access(cached).then(
+      () => true,
+      () => false, // not pushed on this machine yet
+    );
+    engine = await startTestEngine(hit ? cached : undefined);
+    const registry = `${engine.registryHost}/svc`;
+    if (!hit) {
+      await buildProjectImages(engine.docker, () => {});
+      await pushAs(engine.docker, "agent:default", `${registry}/agent:default`);
+      await pushAs(engine.docker, "studio:default", `${registry}/studio:default`);
+      // a variant in the same registry: `svc image pull` must leave it there
+      await pushAs(engine.docker, "agent:default", `${registry}/agent:gpu`);
+      await run("cp", ["-a", engine.registryRoot, `${cached}.partial-${process.pid}`]);
+      await rename(`${cached}.partial-${process.pid}`, cached);
+    }
+    // this host starts with no image at all: `svc image pull` must fetch what runs need
+    for (const image of await engine.docker.listImages())
+      for (const tag of image.RepoTags ?? []) await engine.docker.getImage(tag).remove();
+    console.log(`sandbox images ready in the registry in ${Date.now() - started} ms (cached: ${hit})`);
+
+    await anthropic.start();
+    anthropic.behave("sk-ant-boxed", {
+      kind: "script",
+      note: { title: "from the box", body: "written over MCP from inside the container" },
+      result: { summary: "boxed" },
+    });
+    database = await createTestDatabase(inject("adminDatabaseUrl"));
+    const pipeline = (name: string, target: string, extra: string) =>
+      `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [${name}-hook]\ntargets: [${target}]\ninstructions: run\nretain_checkout: true\n${extra}`;
+    const hooks = ["claude", "boxed", "tool", "slow", "hold", "plain", "bench-box", "bench-host"];
+    dir = await writeConfigDir({
+      "daemon.yaml": `webhooks:
+  sources:
+${hooks.map((name) => `    ${name}-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }`).join("\n")}
+targets:
+  facts:
+    runtime: command
+    command: ["/bin/sh", "-c", ${JSON.stringify(FACTS_AGENT)}]
+    timeout: 60s
+  tool:
+    runtime: command
+    command: ["/bin/sh", "-c", ${JSON.stringify(TOOL_AGENT)}]
+    timeout: 60s
+  echo:
+    runtime: command
+    command: ["/bin/sh", "-c", "cat > /dev/null; echo '{}'"]
+    timeout: 60s
+  claude:
+    runtime: claude-code
+    model: claude-sonnet-4-5
+    base_url: ${anthropic.url}
+    timeout: 120s
+    credentials:
+      - name: boxed
+        secret: sk-ant-boxed
+  slow:
+    runtime: command
+    command: ["/bin/sh", "-c", "cat > /dev/null; sleep 120"]
+    timeout: 2s
+ask:
+  targets: [facts]
+host_tools:
+  probe:
+    description: Touches a file on the host.
+    exec: /usr/bin/touch
+    args: ["__CONFIG_DIR__/host-tool-ran"]
+sandboxes:
+  engine: { socket: ${engine.socket} }
+  registry: ${registry}
+  limits: { memory: 512m, cpus: 1, pids: 256 }
+worker:
+  concurrency: 2
+  grace_period: 2s
+`,
+      "agents/helper/PERSONA.md": "---\nname: helper\ndescription: Helps.\n---\nYou help.\n",
+      "pipelines/boxed.yaml": pipeline(
+        "boxed",
+        "facts",
+        `env:\n  HOST_SECRET: /placeholder\n  PROBE_URL: http://127.0.0.1:9/\nsandbox:\n  image: agent:default\nsetup:\n  - run: ${JSON.stringify(`(${FACTS_STEP}) > "$SURFACE_DIR/facts.txt"`)}\n`,
+      ),
+      "pipelines/tool.yaml": pipeline("tool", "tool", "tools: [probe]\nsandbox:\n  network: host\n"),
+      "pipelines/slow.yaml": pipeline("slow", "slow", "sandbox: {}\n"),
+      "pipelines/hold.yaml": pipeline(
+        "hold",
+        "facts",
+        `sandbox: {}\nsetup:\n  - run: 'if [ -e "$RUN_DIR/held" ]; then exit 0; fi; touch "$RUN_DIR/held"; sleep 300'\n`,
+      ),
+      "pipelines/bench-box.yaml": pipeline("bench-box", "echo", "sandbox: {}\nsetup:\n  - run: 'true'\n"),
+      "pipelines/bench-host.yaml": pipeline("bench-host", "echo", "setup:\n  - run: 'true'\n"),
+      "pipelines/claude.yaml": pipeline(
+        "claude",
+        "claude",
+        "sandbox:\n  network: host\nresult:\n  schema:\n    type: object\n    properties:\n      summary: { type: string }\n    required: [summary]\n",
+      ),
+      "pipelines/plain.yaml": pipeline(
+        "plain",
+        "facts",
+        `setup:\n  - run: 'echo "hostname=$(hostname)" > "$SURFACE_DIR/facts.txt"'\n`,
+      ),
+    });
+    // the tool's args name the config dir, known only now; a host file the container must not see
+    const daemonYaml = join(dir, "daemon.yaml");
+    await writeFile(daemonYaml, (await readFile(daemonYaml, "utf8")).replace("__CONFIG_DIR__", dir));
+    await writeFile(join(dir, "host-secret.txt"), "host only\n");
+    const boxed = join(dir, "pipelines", "boxed.yaml");
+    await writeFile(
+      boxed,
+      (await readFile(boxed, "utf8")).replace("/placeholder", join(dir, "host-secret.txt")),
+    );
+    Object.assign(env, { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: database.url });
+    const ingressStarted = await startIngress(env);
+    ingress = ingressStarted.role;
+    url = ingressStarted.url;
+    env.SVC_DAEMON_URL = url;
+    worker = await startWorkerProcess(env);
+    pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  }, 1_800_000);
+
+  afterAll(async () => {
+    await worker?.stop();
+    await ingress?.stop();
+    await pool?.end();
+    await database?.drop();
+    await engine?.stop();
+    await anthropic.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("warns once at start-up which pipelines run on the host", async () => {
+    const warning = await worker.waitForLog(
+      (line) => line.event === "worker.unsandboxed_pipelines",
+      "the unsandboxed-pipelines warning",
+    );
+    expect(warning).toMatchObject({
+      level: "warn",
+      pipelines: ["bench-host", "plain"],
+      message:
+        "pipelines without sandbox run on this host as the worker's user, with its files and network: bench-host, plain",
+    });
+    expect(worker.logs.filter((line) => line.event === "worker.unsandboxed_pipelines")).toHaveLength(1);
+  });
+
+  it("a run whose image the host lacks fails with sandbox_image_missing, naming svc image pull", async () => {
+    const { invocations } = await fireAndWait("boxed-hook");
+    expect(invocations[0].status).toBe("failed");
+    expect(invocations[0].diagnostic).toMatchObject({
+      code: "sandbox_image_missing",
+      message: `the sandbox image agent:default is not on the container engine at unix://${engine.socket} - run \`svc image pull\` on this host (it fetches agent:default and studio:default from sandboxes.registry)`,
+    });
+  });
+
+  it("svc image pull fetches agent:default and studio:default with progress per layer, and nothing else", async () => {
+    const { stdout } = await svc(["image", "pull"]);
+    expect(stdout).toContain(`pulling ${engine.registryHost}/svc/agent:default`);
+    expect(stdout).toMatch(/^[0-9a-f]{12}: Pull complete$/m);
+    expect(stdout).toContain("pulled agent:default and studio:default from");
+    const tags = (await engine.docker.listImages()).flatMap((image) => image.RepoTags ?? []).sort();
+    expect(tags).toEqual([
+      `${engine.registryHost}/svc/agent:default`,
+      `${engine.registryHost}/svc/studio:default`,
+      "agent:default",
+      "studio:default",
+    ]);
+    const { stdout: listed } = await svc(["image", "list", "--json"]);
+    expect(JSON.parse(listed).images).toEqual([
+      expect.objectContaining({
+        image: "agent:default",
+        present: true,
+        pipelines: ["bench-box", "boxed", "claude", "hold", "slow", "tool"],
+        source: `svc image pull (${engine.registryHost}/svc/agent:default)`,
+      }),
+      expect.objectContaining({ image: "studio:default", present: true, pipelines: [] }),
+    ]);
+  }, 300_000);
+
+  it("setup step and agent run in the container: its own hostname, the worktree mounted, no host file, non-root, read-only root, no network", async () => {
+    const { workloads, invocations } = await fireAndWait("boxed-hook");
+    expect(invocations[0].diagnostic).toBeNull();
+    expect(invocations[0].status).toBe("completed");
+    const root = join(dir, "workspaces", workloads[0].id);
+    const seen = facts(await readFile(join(root, invocations[0].id, "surface", "facts.txt"), "utf8"));
+    expect(seen.hostname).not.toBe(hostname());
+    expect(seen).toMatchObject({
+      uid: "1000",
+      worktree: "/svc/worktree",
+      secret: "unreadable",
+      rootfs: "read-only",
+      network: "unreachable",
+    });
+    // the worktree is the host's checkout: what the step wrote there, the host and the agent both see
+    expect(await readFile(join(root, "checkout", "written-inside.txt"), "utf8")).toBe("from-step\n");
+    expect(await readFile(join(root, invocations[0].id, "surface", "agent-saw.txt"), "utf8")).toBe(
+      "from-step\n",
+    );
+    expect(invocations[0].result).toEqual({ ok: true, uid: 1000 });
+    expect(await containersOf(invocations[0].id)).toEqual([]);
+  }, 120_000);
+
+  it("the same run unsandboxed sees the host", async () => {
+    const { workloads, invocations } = await fireAndWait("plain-hook");
+    const root = join(dir, "workspaces", workloads[0].id, invocations[0].id);
+    expect(facts(await readFile(join(root, "surface", "facts.txt"), "utf8")).hostname).toBe(hostname());
+  });
+
+  it("a sandboxed run's token is refused for host tools from inside the container, whatever its scopes", async () => {
+    const { invocations } = await fireAndWait("tool-hook");
+    expect(invocations[0].status).toBe("completed");
+    const { status, answer } = invocations[0].result as { status: number; answer: string };
+    expect(status).toBe(200);
+    expect(JSON.parse(answer)).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      error: { code: -32001, message: "Forbidden" },
+    });
+    await expect(readFile(join(dir, "host-tool-ran"))).rejects.toThrow(/ENOENT/);
+  }, 120_000);
+
+  it("a Claude Code agent runs in the container: the pinned CLI of the image, the model API and svc's tools over the host network", async () => {
+    const { invocations } = await fireAndWait("claude-hook");
+    expect(invocations[0].diagnostic).toBeNull();
+    expect(invocations[0].result).toEqual({ summary: "boxed" });
+    const calls = anthropic.seen("sk-ant-boxed", "/v1/messages");
+    // the first answer asked for svc's submit_note: offered only when the CLI reached /mcp from the box
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    const { rows } = await pool.query("SELECT title FROM svc.notes WHERE invocation_id = $1", [
+      invocations[0].id,
+    ]);
+    expect(rows).toEqual([{ title: "from the box" }]);
+    expect(await containersOf(invocations[0].id)).toEqual([]);
+  }, 180_000);
+
+  it("a timeout ends the run and removes its container", async () => {
+    const { invocations } = await fireAndWait("slow-hook");
+    expect(invocations[0].diagnostic).toMatchObject({ code: "agent_timeout" });
+    expect(await containersOf(invocations[0].id)).toEqual([]);
+  }, 120_000);
+
+  it("a killed worker's container is swept by another worker, found by its label", async () => {
+    const id = await postWebhook(url, "hold-hook", HOOK, {});
+    // the step is holding once it marked RUN_DIR: a retry then passes straight through
+    const held = await waitFor(async () => {
+      const { workloads, invocations } = await lineage(pool, id);
+      const invocation = invocations[0]?.id as string | undefined;
+      if (!invocation) return undefined;
+      const marked = await access(join(dir, "workspaces", workloads[0].id, invocation, "run", "held")).then(
+        () => true,
+        () => false, // not yet
+      );
+      const containers = marked ? await containersOf(invocation) : [];
+      return containers[0]?.State === "running" ? { invocation, container: containers[0] } : undefined;
+    }, "the held run's step in its container");
+    expect(held.container.Labels["svc.worker"]).toMatch(/:/);
+    await worker.stop("SIGKILL");
+    worker = await startWorkerProcess(env);
+    // the reaper hands the run over, the sweeper removes the dead worker's container
+    await waitFor(
+      async () =>
+        (await engine.docker.listContainers({ all: true })).some((c) => c.Id === held.container.Id)
+          ? undefined
+          : true,
+      "the dead worker's container to be removed",
+      60_000,
+    );
+    const settled = await waitFor(
+      async () => {
+        const { rows } = await pool.query("SELECT status FROM svc.triggers WHERE id = $1", [id]);
+        return ["completed", "error"].includes(rows[0]?.status) ? rows[0] : undefined;
+      },
+      "the handed-over run to finish",
+      90_000,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}\nworker:\n${worker.output.slice(-40).join("\n")}`);
+    });
+    expect(settled.status).toBe("completed");
+    expect(await containersOf(held.invocation!)).toEqual([]);
+  }, 180_000);
+
+  it("measures the per-run cost of a sandbox: the same run, sandboxed and on the host", async () => {
+    const durations = async (hook: string) => {
+      const out: number[] = [];
+      for (let round = 0; round < 5; round++) {
+        const { invocations } = await fireAndWait(`${hook}-hook`);
+        expect(invocations[0].status).toBe("completed");
+        out.push(invocations[0].finished_at.getTime() - invocations[0].started_at.getTime());
+      }
+      return out.sort((a, b) => a - b);
+    };
+    const boxed = await durations("bench-box");
+    const host = await durations("bench-host");
+    const median = (values: number[]) => values[Math.floor(values.length / 2)]!;
+    console.log(
+      `sandbox overhead per run: median ${median(boxed) - median(host)} ms (sandboxed ${boxed.join(", ")} ms; on the host ${host.join(", ")} ms)`,
+    );
+    expect(median(boxed)).toBeGreaterThan(median(host));
+  }, 180_000);
+});

@@ -1,0 +1,326 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { access, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import { promisify } from "node:util";
+import type Docker from "dockerode";
+import { followProgress, openEngine } from "../../shared/sandbox/engine.ts";
+import { buildImage } from "../../shared/sandbox/images.ts";
+
+const run = promisify(execFile);
+const REPO = join(import.meta.dirname, "..", "..");
+const PACKAGES = { dockerd: "docker.io", "docker-registry": "docker-registry", mmdebstrap: "mmdebstrap" };
+/** What the base image holds besides Debian's essentials: what a `node:24-bookworm-slim` user would find. */
+const BASE_INCLUDE = "ca-certificates,git,ripgrep,passwd";
+const HOST_CAS = "/usr/local/share/ca-certificates";
+
+/** Why the engine suite cannot run on this machine, or undefined when it can (it installs what is missing). */
+export function engineSuiteUnavailable(): string | undefined {
+  if (process.getuid?.() !== 0)
+    return "the sandbox suite starts dockerd, which needs root; run the tests as root (CI on this machine does)";
+  return undefined;
+}
+
+/**
+ * Cached between runs on one machine, outside the repository (a clean clone must not throw it
+ * away): the mmdebstrap rootfs and the built images, each keyed by everything that went into it,
+ * so a changed Dockerfile, pin or apt source builds anew.
+ */
+export function imageCacheDir(): string {
+  return process.env.SVC_SANDBOX_IMAGE_CACHE ?? "/var/tmp/svc-sandbox-images";
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await access(path);
+    return true;
+  } catch {
+    return false; // absent: the caller makes it
+  }
+}
+
+async function onPath(command: string): Promise<boolean> {
+  return run("sh", ["-c", `command -v ${command}`]).then(
+    () => true,
+    () => false, // not installed
+  );
+}
+
+/** Debian's docker.io, docker-registry and mmdebstrap, installed with apt-get when one is missing. */
+export async function ensureEnginePackages(): Promise<void> {
+  const missing: string[] = [];
+  for (const [command, name] of Object.entries(PACKAGES)) if (!(await onPath(command))) missing.push(name);
+  if (missing.length === 0) return;
+  if (!(await onPath("apt-get")))
+    throw new Error(
+      `the sandbox suite needs the Debian packages ${missing.join(", ")} and this machine has no apt-get`,
+    );
+  const apt = (args: string[]) =>
+    run("apt-get", args, {
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+      timeout: 600_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  try {
+    // stale package lists name versions the mirror no longer has: refreshed once, then retried
+    await apt(["install", "-y", "--no-install-recommends", ...missing]).catch(async () => {
+      await apt(["update"]);
+      await apt(["install", "-y", "--no-install-recommends", ...missing]);
+    });
+  } catch (error) {
+    const { stderr, message } = error as { stderr?: string; message: string };
+    throw new Error(`apt-get install ${missing.join(" ")} failed: ${stderr?.trim() || message}`);
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function exitOf(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve();
+    else child.once("exit", () => resolve());
+  });
+}
+
+/** dockerd leaves its network namespace mounted under its exec root: unmounted before removal. */
+async function unmountUnder(dir: string): Promise<void> {
+  const mounts = (await readFile("/proc/self/mounts", "utf8"))
+    .split("\n")
+    .map((line) => line.split(" ")[1] ?? "")
+    .filter((path) => path.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const path of mounts) await run("umount", [path]).catch(() => run("umount", ["-l", path]));
+}
+
+export interface TestEngine {
+  /** the loopback registry's storage */
+  registryRoot: string;
+  socket: string;
+  docker: Docker;
+  /** `127.0.0.1:<port>`: the loopback registry */
+  registryHost: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A real dockerd in a temporary directory (no bridge, no iptables: containers get no network
+ * unless they share the host's, and nothing on the machine is reconfigured) and a Debian
+ * docker-registry on a loopback port. Both are stopped, and their directories removed, by stop().
+ */
+export async function startTestEngine(registryRoot?: string): Promise<TestEngine> {
+  // short: the sockets under it must fit in a unix socket path
+  const dir = await mkdtemp("/tmp/svc-dd-");
+  const socket = join(dir, "docker.sock");
+  const dockerd = spawn(
+    "dockerd",
+    [
+      ...["--data-root", join(dir, "root"), "--exec-root", join(dir, "exec")],
+      ...["--pidfile", join(dir, "dockerd.pid"), "--host", `unix://${socket}`],
+      "--iptables=false",
+      "--ip-masq=false",
+      "--bridge=none",
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+  let dockerdLog = "";
+  dockerd.stderr!.on("data", (chunk: Buffer) => {
+    dockerdLog = (dockerdLog + chunk.toString()).slice(-4000);
+  });
+  const registryPort = await freePort();
+  const registryDir = registryRoot ?? join(dir, "registry");
+  await mkdir(registryDir, { recursive: true });
+  await writeFile(
+    join(dir, "registry.yml"),
+    `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${registryDir}\nhttp:\n  addr: 127.0.0.1:${registryPort}\n`,
+  );
+  const registry = spawn("docker-registry", ["serve", join(dir, "registry.yml")], { stdio: "ignore" });
+  const docker = openEngine({ socket });
+  const stop = async () => {
+    registry.kill("SIGTERM");
+    dockerd.kill("SIGTERM");
+    await Promise.all([exitOf(registry), exitOf(dockerd)]);
+    await unmountUnder(dir);
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    await until(
+      () => docker.ping().then(() => true),
+      `dockerd to answer on ${socket}`,
+      () => dockerdLog,
+    );
+    await until(
+      () => fetch(`http://127.0.0.1:${registryPort}/v2/`).then((response) => response.ok),
+      "the registry to answer",
+    );
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { registryRoot: registryDir, socket, docker, registryHost: `127.0.0.1:${registryPort}`, stop };
+}
+
+async function until(probe: () => Promise<boolean>, what: string, detail = () => ""): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (await probe().catch(() => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`gave up waiting for ${what}\n${detail()}`);
+}
+
+async function hashOf(parts: (string | Buffer)[]): Promise<string> {
+  const hash = createHash("sha256");
+  for (const part of parts) hash.update(part).update("\0");
+  return hash.digest("hex").slice(0, 16);
+}
+
+async function hostCas(): Promise<{ name: string; text: string }[]> {
+  const names = (await readdir(HOST_CAS).catch(() => [] as string[])).filter((name) => name.endsWith(".crt"));
+  return Promise.all(
+    names.sort().map(async (name) => ({ name, text: await readFile(join(HOST_CAS, name), "utf8") })),
+  );
+}
+
+/**
+ * The base image the tests build the agent image on, made as a site without Docker Hub would:
+ * a Debian rootfs from this machine's own apt sources (mmdebstrap), with the Node 24 that runs the
+ * tests and its npm, and the machine's own CA certificates (so npm trusts what the host trusts).
+ */
+const SOURCES = "/etc/apt/sources.list.d/debian.sources";
+
+async function baseKey(): Promise<string> {
+  return hashOf([
+    BASE_INCLUDE,
+    await readFile(SOURCES),
+    process.version,
+    (await run("npm", ["--version"])).stdout,
+    ...(await hostCas()).map((ca) => ca.text),
+  ]);
+}
+
+async function baseRootfs(): Promise<string> {
+  const node = process.execPath;
+  const npm = (await run("sh", ["-c", "dirname $(dirname $(readlink -f $(command -v npm)))"])).stdout.trim();
+  const sources = SOURCES;
+  const cas = await hostCas();
+  const key = await baseKey();
+  const tarball = join(imageCacheDir(), `base-${key}.tar`);
+  if (await exists(tarball)) return tarball;
+  await mkdir(imageCacheDir(), { recursive: true });
+  const partial = tarball.replace(/\.tar$/, `.partial-${process.pid}.tar`);
+  const hooks = [
+    `install -m 0755 ${node} "$1/usr/local/bin/node"`,
+    `mkdir -p "$1/usr/local/lib/node_modules" && cp -a ${npm} "$1/usr/local/lib/node_modules/npm" && ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm"`,
+    ...(cas.length
+      ? [
+          `cp ${cas.map((ca) => join(HOST_CAS, ca.name)).join(" ")} "$1/usr/local/share/ca-certificates/" && chroot "$1" update-ca-certificates`,
+        ]
+      : []),
+  ];
+  try {
+    await run(
+      "mmdebstrap",
+      [
+        "--variant=apt",
+        "--format=tar",
+        `--include=${BASE_INCLUDE}`,
+        ...["/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*"].map(
+          (path) => `--dpkgopt=path-exclude=${path}`,
+        ),
+        ...hooks.map((hook) => `--customize-hook=${hook}`),
+        "bookworm",
+        partial,
+        sources,
+      ],
+      { timeout: 900_000, maxBuffer: 256 * 1024 * 1024, env: { ...process.env, TMPDIR: imageCacheDir() } },
+    );
+  } catch (error) {
+    await rm(partial, { force: true });
+    const { stderr, message } = error as { stderr?: string; message: string };
+    throw new Error(`mmdebstrap failed: ${(stderr ?? "").slice(-3000) || message}`);
+  }
+  await rename(partial, tarball);
+  return tarball;
+}
+
+/** Loads `tag` from the cache file `name`, or builds it with `make` and saves it there. */
+async function cachedImage(
+  docker: Docker,
+  tag: string,
+  name: string,
+  make: () => Promise<void>,
+): Promise<void> {
+  const file = join(imageCacheDir(), name);
+  if (await exists(file)) {
+    await followProgress(docker, await docker.loadImage(file), () => {});
+    return;
+  }
+  await make();
+  const partial = `${file}.partial-${process.pid}`;
+  await pipeline(await docker.getImage(tag).get(), createWriteStream(partial));
+  await rename(partial, file);
+}
+
+/**
+ * The project's agent and studio images, built from deploy/images on the mmdebstrap base (the
+ * builds reach the apt mirror and npm through the host's network; the runs never do).
+ */
+export async function buildProjectImages(docker: Docker, log: (line: string) => void): Promise<void> {
+  const rootfs = await baseRootfs();
+  const base = "svc-test-base:bookworm";
+  await followProgress(
+    docker,
+    await docker.importImage(createReadStream(rootfs), { repo: "svc-test-base", tag: "bookworm" }),
+    log,
+  );
+  const agentDir = join(REPO, "deploy", "images", "agent");
+  const studioDir = join(REPO, "deploy", "images", "studio");
+  const agentKey = await hashOf([
+    rootfs,
+    await readFile(join(agentDir, "Dockerfile")),
+    await readFile(join(agentDir, "versions.json")),
+  ]);
+  const studioKey = await hashOf([agentKey, await readFile(join(studioDir, "Dockerfile"))]);
+  const build = { networkmode: "host" };
+  await cachedImage(docker, "agent:default", `agent-${agentKey}.tar`, () =>
+    buildImage(docker, agentDir, "agent:default", log, { ...build, buildargs: { BASE_IMAGE: base } }),
+  );
+  await cachedImage(docker, "studio:default", `studio-${studioKey}.tar`, () =>
+    buildImage(docker, studioDir, "studio:default", log, {
+      ...build,
+      buildargs: { BASE_IMAGE: "agent:default" },
+    }),
+  );
+}
+
+/**
+ * The key of everything the pushed images are made of: the base's inputs, both Dockerfiles and the
+ * CLI pins. The loopback registry's storage is cached under it: a run that finds it pushes nothing.
+ */
+export async function projectImagesKey(): Promise<string> {
+  const images = join(REPO, "deploy", "images");
+  return hashOf([
+    await baseKey(),
+    await readFile(join(images, "agent", "Dockerfile")),
+    await readFile(join(images, "agent", "versions.json")),
+    await readFile(join(images, "studio", "Dockerfile")),
+  ]);
+}
+
+/** `docker push <registry>/<path>` of a local image under a new name. */
+export async function pushAs(docker: Docker, image: string, reference: string): Promise<void> {
+  const colon = reference.lastIndexOf(":");
+  await docker.getImage(image).tag({ repo: reference.slice(0, colon), tag: reference.slice(colon + 1) });
+  // the engine wants an X-Registry-Auth header on every push, even to a registry without auth
+  const authconfig = { username: "", password: "", serveraddress: reference.split("/")[0]! };
+  await followProgress(docker, await docker.getImage(reference).push({ authconfig }), () => {});
+}
