@@ -23,6 +23,7 @@ import { recordRunEnd } from "./circuit-breaker.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import type { ResolvedEvent } from "./dispatch.ts";
+import { type HeldWatch, watchHeld } from "./held-watch.ts";
 import { laneFor } from "./lanes.ts";
 import { recordInvocationEnd } from "./metrics.ts";
 import type { ProcessSpec } from "./process-tree.ts";
@@ -127,58 +128,26 @@ function removedPipeline(name: string): string {
   return `pipeline ${name} is no longer configured on this worker; it was removed before the run started`;
 }
 
-interface RunWatch {
-  signal: AbortSignal;
-  cancelled(): boolean;
-  claimLost(): boolean;
-  stop(): void;
-}
+type RunWatch = HeldWatch;
 
-/**
- * The run's abort signal and its heartbeat: the signal fires on shutdown, on a cancellation through
- * the API (heard on the cancel channel, or found by the heartbeat), and when the claim is lost.
- */
+/** The run's watch (held-watch.ts): its heartbeat, the cancel channel, shutdown, a lost claim. */
 function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal): RunWatch {
   const { pool, logger, workerId } = deps;
-  const controller = new AbortController();
-  let claimLost = false;
-  let cancelled = false;
-  const cancel = () => {
-    if (cancelled) return;
-    cancelled = true;
-    logger.info("invocation cancelled: stopping it", {
-      event: "invocation.cancelling",
-      invocation: invocationId,
-    });
-    controller.abort();
-  };
-  deps.runs?.set(invocationId, { cancel });
-  const onShutdown = () => controller.abort();
-  shutdown.addEventListener("abort", onShutdown, { once: true });
-  if (shutdown.aborted) controller.abort();
-  const heartbeat = setInterval(() => {
-    heartbeatInvocation(deps.records ?? pool, invocationId, workerId)
-      .then(async (held) => {
-        if (held || claimLost || cancelled) return;
-        // the row left `running` under us: cancelled through the API, or taken over by another worker
-        if ((await getInvocationStatus(pool, invocationId)) === "cancelled") return cancel();
-        claimLost = true;
-        logger.warn("invocation claim lost", { event: "invocation.claim_lost", invocation: invocationId });
-        controller.abort();
-      })
-      .catch(() => {}); // a failed heartbeat is retried on the next tick; staleness is judged in the database
-  }, deps.heartbeatMs);
-  heartbeat.unref();
-  return {
-    signal: controller.signal,
-    cancelled: () => cancelled,
-    claimLost: () => claimLost,
-    stop: () => {
-      clearInterval(heartbeat);
-      shutdown.removeEventListener("abort", onShutdown);
-      deps.runs?.delete(invocationId);
-    },
-  };
+  return watchHeld({
+    shutdown,
+    heartbeatMs: deps.heartbeatMs,
+    heartbeat: () => heartbeatInvocation(deps.records ?? pool, invocationId, workerId),
+    isCancelled: async () => (await getInvocationStatus(pool, invocationId)) === "cancelled",
+    register: (cancel) => deps.runs?.set(invocationId, { cancel }),
+    unregister: () => deps.runs?.delete(invocationId),
+    onCancel: () =>
+      logger.info("invocation cancelled: stopping it", {
+        event: "invocation.cancelling",
+        invocation: invocationId,
+      }),
+    onClaimLost: () =>
+      logger.warn("invocation claim lost", { event: "invocation.claim_lost", invocation: invocationId }),
+  });
 }
 
 interface Ended {

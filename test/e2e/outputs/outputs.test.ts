@@ -1,13 +1,13 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { sign } from "@octokit/webhooks-methods";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { freePort } from "../ingress/processes.ts";
 import {
+  postPullRequest,
   postWebhook,
   type RoleProcess,
   startIngress,
@@ -257,22 +257,6 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function postPullRequest(payload: unknown): Promise<string> {
-    const body = JSON.stringify(payload);
-    const response = await fetch(`${url}/webhooks/github`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-github-event": "pull_request",
-        "x-github-delivery": crypto.randomUUID(),
-        "x-hub-signature-256": await sign(GITHUB_SECRET, body),
-      },
-      body,
-    });
-    expect(response.status).toBe(202);
-    return ((await response.json()) as { trigger: string }).trigger;
-  }
-
   async function deliveries(triggerId: string) {
     const { rows } = await pool.query(
       `SELECT d.* FROM svc.output_deliveries d JOIN svc.invocations i ON i.id = d.invocation_id
@@ -283,7 +267,7 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
   }
 
   it("a signed pull_request.opened → one review as the principal, inline comments in the diff, the stray one in the body, footer with version", async () => {
-    const id = await postPullRequest(PR_PAYLOAD);
+    const id = await postPullRequest(url, GITHUB_SECRET, PR_PAYLOAD);
     const trigger = await waitForTrigger(pool, id);
     expect(trigger.status).toBe("completed");
     const reviews = github.reviews.get(THREAD) ?? [];
@@ -350,7 +334,7 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
 
   it("the pipeline's own identity opening a pull request is not reviewed", async () => {
     const before = github.reviews.get(THREAD)?.length ?? 0;
-    const id = await postPullRequest({
+    const id = await postPullRequest(url, GITHUB_SECRET, {
       ...PR_PAYLOAD,
       sender: { ...PR_PAYLOAD.sender, login: "svc-reviewer" },
     });

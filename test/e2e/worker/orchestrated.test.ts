@@ -3,7 +3,6 @@ import { readdir, readFile, rm } from "node:fs/promises";
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { sign } from "@octokit/webhooks-methods";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
@@ -22,6 +21,7 @@ import {
   useTools,
 } from "./orchestration-script.ts";
 import {
+  postPullRequest,
   postWebhook,
   type RoleProcess,
   startIngress,
@@ -39,6 +39,8 @@ const PR_PAYLOAD = JSON.parse(
 ) as { number: number; repository: { full_name: string } };
 const THREAD = `${PR_PAYLOAD.repository.full_name}#${PR_PAYLOAD.number}`;
 const AREAS = ["src", "docs", "tests"];
+/** runs of the overhead measurement (odd: the median is one of them) */
+const ROUNDS = 3;
 
 /** Runs svc as its users do, against the daemon at `url`. */
 async function svc(url: string, ...args: string[]): Promise<string> {
@@ -295,25 +297,9 @@ outputs:
     });
     model.answer("triple-task-key", {
       status: 200,
-      delayMs: 1_000,
+      delayMs: 2_000,
       reply: (body) => answer({ part: /PART (\w)/.exec(userText(body))?.[1] }),
     });
-  }
-
-  async function postPullRequest(): Promise<string> {
-    const body = JSON.stringify(PR_PAYLOAD);
-    const response = await fetch(`${url}/webhooks/github`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-github-event": "pull_request",
-        "x-github-delivery": crypto.randomUUID(),
-        "x-hub-signature-256": await sign(GITHUB_SECRET, body),
-      },
-      body,
-    });
-    expect(response.status).toBe(202);
-    return ((await response.json()) as { trigger: string }).trigger;
   }
 
   async function orchestratedTasks(invocationId: string) {
@@ -325,14 +311,18 @@ outputs:
   }
 
   it("a pull_request.opened creates three tasks; two succeed, one fails; one combined review is published; the trace shows them", async () => {
-    const id = await postPullRequest();
+    const id = await postPullRequest(url, GITHUB_SECRET, PR_PAYLOAD);
     const trigger = await waitForTrigger(pool, id);
     const { invocations } = await lineage(pool, id);
     expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
     const tasks = await orchestratedTasks(invocations[0].id);
-    expect(tasks.map((task) => [task.spec.inputs.area, task.status, task.diagnostic?.code ?? null])).toEqual([
-      ["src", "completed", null],
+    // the three create_task calls of one answer run at once: their order among the rows is not fixed
+    const byArea = (a: string[], b: string[]) => a[0]!.localeCompare(b[0]!);
+    expect(
+      tasks.map((task) => [task.spec.inputs.area, task.status, task.diagnostic?.code ?? null]).sort(byArea),
+    ).toEqual([
       ["docs", "completed", null],
+      ["src", "completed", null],
       ["tests", "failed", "result_invalid"],
     ]);
     expect(
@@ -377,7 +367,7 @@ outputs:
       }[];
     };
     const traced = trace.tasks.filter((task) => task.parentId === tasks[0].parent_id);
-    expect(traced.map((task) => [task.status, task.target, task.diagnostic?.code ?? null])).toEqual([
+    expect(traced.map((task) => [task.status, task.target, task.diagnostic?.code ?? null]).sort()).toEqual([
       ["completed", "reviewers", null],
       ["completed", "reviewers", null],
       ["failed", "reviewers", "result_invalid"],
@@ -391,7 +381,7 @@ outputs:
       expect(row).toMatch(
         /on reviewers[\s\S]*<svg class="timeline"[\s\S]*<rect class="bar(-failed)?" x="[\d.]+"/,
       );
-    expect(rows[2]).toContain("bar-failed");
+    expect(rows.filter((row) => row.includes("bar-failed"))).toHaveLength(1);
     // svc trace draws them as a tree under the orchestrator; --json keeps the contract's keys
     const tree = await svc(url, "trace", id);
     const taskLines = tree
@@ -400,7 +390,11 @@ outputs:
     expect(taskLines).toHaveLength(3);
     for (const line of taskLines)
       expect(line).toMatch(/^ {6,}task tsk_\w+ {2}agent task \d.*(completed|failed)/);
-    expect(taskLines[2]).toContain("[result_invalid]");
+    expect(
+      taskLines.filter(
+        (line) => line.includes("failed  target reviewers") && line.includes("[result_invalid]"),
+      ),
+    ).toHaveLength(1);
     const json = JSON.parse(await svc(url, "trace", id, "--json")) as Record<string, unknown>;
     expect(Object.keys(json).sort()).toEqual(["artifacts", "invocations", "tasks", "trigger", "workload"]);
     expect((json.tasks as { id: string }[]).map((task) => task.id)).toEqual(
@@ -505,7 +499,7 @@ outputs:
         (r) => r.key === key && r.path.endsWith("/chat/completions") && r.receivedAt >= since,
       );
     const rounds: Record<string, number>[] = [];
-    for (let round = 0; round < 5; round += 1) {
+    for (let round = 0; round < ROUNDS; round += 1) {
       const started = Date.now();
       const id = await postWebhook(url, "triple", HOOK_TOKEN, {});
       await waitForTrigger(pool, id);
@@ -540,7 +534,7 @@ outputs:
       });
     }
     const direct: number[] = [];
-    for (let round = 0; round < 5; round += 1) {
+    for (let round = 0; round < ROUNDS; round += 1) {
       const started = Date.now();
       const id = await postWebhook(url, "single", HOOK_TOKEN, {});
       await waitForTrigger(pool, id);
@@ -552,12 +546,12 @@ outputs:
         trigger.updated_at.getTime() - trigger.created_at.getTime() - (call!.answeredAt! - call!.receivedAt),
       );
     }
-    const median = (key: string) => rounds.map((r) => r[key]!).sort((a, b) => a - b)[2]!;
+    const median = (key: string) => rounds.map((r) => r[key]!).sort((a, b) => a - b)[(ROUNDS - 1) / 2]!;
     console.log(
-      `three parallel tasks, 5 runs (trigger created → settled): ${rounds.map((r) => `${r.wall} ms`).join(", ")}; ` +
+      `three parallel tasks, ${ROUNDS} runs (trigger created → settled): ${rounds.map((r) => `${r.wall} ms`).join(", ")}; ` +
         `median wall ${median("wall")} ms, agents' own time ${median("agents")} ms, svc overhead ${median("overhead")} ms ` +
         `(of it: task created → model call ${median("taskStart")} ms, last task answer → orchestrator's next call ${median("collect")} ms); ` +
-        `a direct run of one such agent: svc overhead ${direct.sort((a, b) => a - b)[2]} ms (load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores)`,
+        `a direct run of one such agent: svc overhead ${direct.sort((a, b) => a - b)[(ROUNDS - 1) / 2]} ms (load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores)`,
     );
     expect(median("overhead")).toBeGreaterThan(0);
   });
