@@ -110,7 +110,17 @@ describe("orchestrated execution (real ingress + worker processes, loopback mode
       { filename: "src/app.js", status: "modified", patch: "@@ -1,1 +1,1 @@\n-a\n+b" },
     ]);
     scriptModel();
-    const hooks = ["greedy", "unbound", "nested", "stuck", "fragile", "triple", "single"]
+    const hooks = [
+      "greedy",
+      "unbound",
+      "nested",
+      "stuck",
+      "fragile",
+      "triple",
+      "single",
+      "slowpoke",
+      "overdue",
+    ]
       .map((hook) => `    ${hook}: { verify: bearer, secret: "\${HOOK_TOKEN}" }`)
       .join("\n");
     const targets = [
@@ -125,6 +135,8 @@ describe("orchestrated execution (real ingress + worker processes, loopback mode
       openaiTarget("fragile-planner", model.url, "fragile-key"),
       openaiTarget("triple-planner", model.url, "triple-key"),
       openaiTarget("triple-tasks", model.url, "triple-task-key"),
+      openaiTarget("slowpoke-planner", model.url, "slowpoke-key"),
+      openaiTarget("overdue-planner", model.url, "overdue-key"),
       '  hang: { runtime: command, command: ["./bin/hang-task"], timeout: 120s }',
       '  hang-once: { runtime: command, command: ["./bin/hang-once"], timeout: 120s }',
     ].join("\n");
@@ -181,6 +193,18 @@ outputs:
           hook: "fragile",
           targets: "hang-once",
           orchestrator: "fragile-planner",
+        }),
+        ...orchestrated("slowpoke", {
+          hook: "slowpoke",
+          targets: "hang",
+          orchestrator: "slowpoke-planner",
+          extra: "  task_timeout: 1s\n",
+        }),
+        ...orchestrated("overdue", {
+          hook: "overdue",
+          targets: "hang",
+          orchestrator: "overdue-planner",
+          extra: "  timeout: 4s\n",
         }),
         // the baseline: one agent of the same model time, run directly
         "pipelines/single.yaml":
@@ -287,6 +311,16 @@ outputs:
     model.answer("fragile-key", {
       status: 200,
       reply: orchestrator([{ instructions: "survive a crash" }], (waited) => ({ waited: waited.json })),
+    });
+    model.answer("slowpoke-key", {
+      status: 200,
+      reply: orchestrator([{ instructions: "hang past task_timeout" }], (waited) => ({
+        waited: waited.json,
+      })),
+    });
+    model.answer("overdue-key", {
+      status: 200,
+      reply: orchestrator([{ instructions: "hang past the orchestrator" }], () => ({ never: true })),
     });
     model.answer("triple-key", {
       status: 200,
@@ -491,6 +525,36 @@ outputs:
     expect(tasks.map((task) => task.status)).toEqual(["cancelled", "cancelled"]);
     const trigger = await waitForTrigger(pool, id);
     expect(trigger.status).not.toBe("running");
+  });
+
+  it("a task past task_timeout fails with agent_timeout and its diagnostic goes back to the orchestrator", async () => {
+    const id = await postWebhook(url, "slowpoke", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].status, JSON.stringify(invocations[0].diagnostic)).toBe("completed");
+    const waited = (
+      invocations[0].result as { waited: { tasks: { status: string; diagnostic: { code: string } }[] } }
+    ).waited;
+    expect(waited.tasks.map((task) => [task.status, task.diagnostic.code])).toEqual([
+      ["failed", "agent_timeout"],
+    ]);
+    const [task] = await orchestratedTasks(invocations[0].id);
+    expect(task.diagnostic.message).toContain("within 1000 ms");
+  });
+
+  it("an orchestrator past its timeout fails the run with agent_timeout; its running task is cancelled and killed", async () => {
+    const id = await postWebhook(url, "overdue", HOOK_TOKEN, {});
+    const trigger = await waitForTrigger(pool, id);
+    const { workloads, invocations } = await lineage(pool, id);
+    expect(trigger.status).toBe("error");
+    expect(invocations[0].diagnostic).toMatchObject({ code: "agent_timeout" });
+    expect(invocations[0].diagnostic.message).toContain("orchestrator.timeout");
+    const [task] = await orchestratedTasks(invocations[0].id);
+    expect(task.status).toBe("cancelled");
+    // the task had started its process within the orchestrator's 4 s; it is killed, not left running
+    const [pid] = await taskPids(workloads[0].id, [task.id]);
+    expect(pid).toBeGreaterThan(0);
+    await waitFor(async () => !alive(pid!), "the cancelled task's process to be killed");
   });
 
   it("three tasks run in parallel; svc's overhead beyond the agents' own time is measured", async () => {
