@@ -120,6 +120,7 @@ describe("orchestrated execution (real ingress + worker processes, loopback mode
       "single",
       "slowpoke",
       "overdue",
+      "bound",
     ]
       .map((hook) => `    ${hook}: { verify: bearer, secret: "\${HOOK_TOKEN}" }`)
       .join("\n");
@@ -137,6 +138,8 @@ describe("orchestrated execution (real ingress + worker processes, loopback mode
       openaiTarget("triple-tasks", model.url, "triple-task-key"),
       openaiTarget("slowpoke-planner", model.url, "slowpoke-key"),
       openaiTarget("overdue-planner", model.url, "overdue-key"),
+      openaiTarget("bound-planner", model.url, "bound-key"),
+      '  identity: { runtime: command, command: ["./bin/identity-task"], timeout: 30s }',
       '  hang: { runtime: command, command: ["./bin/hang-task"], timeout: 120s }',
       '  hang-once: { runtime: command, command: ["./bin/hang-once"], timeout: 120s }',
     ].join("\n");
@@ -163,6 +166,8 @@ worker:
         "skills/review/SKILL.md":
           "---\nname: review\ndescription: Review one area.\nmetadata:\n  version: 1.0.0\nprincipal: pull-request-reviewer\n---\nReview the area you are given.\n",
         "bin/hang-task": '#!/bin/sh\ncat > /dev/null\necho $$ > "$RUN_DIR/pid"\nsleep 300\n',
+        // says which principal it acts as, and whether its code-host token is the principal's (never the value)
+        "bin/identity-task": `#!/bin/sh\ncat > /dev/null\nif [ "$GH_TOKEN" = "${REVIEWER_TOKEN}" ] && [ "$GITHUB_TOKEN" = "$GH_TOKEN" ]; then same=true; else same=false; fi\necho "{\\"principal\\": \\"$SVC_PRINCIPAL\\", \\"reviewer_token\\": $same}"\n`,
         "bin/hang-once":
           '#!/bin/sh\ncat > /dev/null\nif [ ! -e "$RUN_DIR/first" ]; then touch "$RUN_DIR/first"; echo $$ > "$RUN_DIR/pid"; sleep 60; fi\necho \'{"area": "fragile", "finding": "done on retry"}\'\n',
         ...orchestrated("review", {
@@ -206,6 +211,12 @@ outputs:
           orchestrator: "overdue-planner",
           extra: "  timeout: 4s\n",
         }),
+        ...orchestrated("bound", {
+          hook: "bound",
+          targets: "identity",
+          orchestrator: "bound-planner",
+          extra: "principals:\n  pull-request-reviewer: codehost.principal.42\n",
+        }),
         // the baseline: one agent of the same model time, run directly
         "pipelines/single.yaml":
           "version: 1.0.0\nagent: reviewer\ntrigger:\n  webhook: [single]\ntargets: [triple-tasks]\ninstructions: PART d\n",
@@ -216,7 +227,7 @@ outputs:
           extra: "  max_parallel: 3\n",
         }),
       },
-      ["bin/hang-task", "bin/hang-once"],
+      ["bin/hang-task", "bin/hang-once", "bin/identity-task"],
     );
     env.SVC_CONFIG_DIR = dir;
     env.SVC_DATABASE_URL = database.url;
@@ -311,6 +322,13 @@ outputs:
     model.answer("fragile-key", {
       status: 200,
       reply: orchestrator([{ instructions: "survive a crash" }], (waited) => ({ waited: waited.json })),
+    });
+    model.answer("bound-key", {
+      status: 200,
+      reply: orchestrator(
+        [{ instructions: "act as the reviewer", skill: "review", principal: "pull-request-reviewer" }],
+        (_waited, read) => ({ read: read.map((entry) => entry.json) }),
+      ),
     });
     model.answer("slowpoke-key", {
       status: 200,
@@ -467,6 +485,20 @@ outputs:
     const refused = (invocations[0].result as { refused: string }).refused;
     expect(refused).toContain('skill "review" requires the principal binding "pull-request-reviewer"');
     expect(await orchestratedTasks(invocations[0].id)).toHaveLength(0);
+  });
+
+  it("a task bound to a principal acts through that principal's code-host identity", async () => {
+    const id = await postWebhook(url, "bound", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].result).toEqual({
+      read: [
+        expect.objectContaining({
+          status: "completed",
+          result: { principal: "pull-request-reviewer", reviewer_token: true },
+        }),
+      ],
+    });
   });
 
   it("a task calling create_task gets Forbidden (depth 1)", async () => {
