@@ -16,6 +16,7 @@ export interface ApiTokenRow {
     pipeline?: string;
     agent?: string;
     repo?: string;
+    /** the run's checkout: host tools run there */
     worktree?: string;
     /** the svc.tasks row of the agent the token was issued to */
     task?: string;

@@ -53,7 +53,7 @@ export interface QueueJob {
   id: string;
   state: QueueState;
   /** what the job does: `dispatch` (resolve a trigger's pipelines) or `invoke` (run one invocation) */
-  task: "dispatch" | "invoke";
+  task: "dispatch" | "invoke" | "task";
   /** `dispatch`, or the target whose lane holds the job */
   lane: string;
   pipeline: string | null;
@@ -80,7 +80,7 @@ export async function listQueueJobs(
     `SELECT * FROM (
        SELECT j.id::text AS id,
               ${STATE_EXPRESSION} AS state,
-              CASE WHEN j.name = '${DISPATCH_QUEUE}' THEN 'dispatch' ELSE 'invoke' END AS task,
+              CASE WHEN j.name = '${DISPATCH_QUEUE}' THEN 'dispatch' WHEN j.data ? 'taskId' THEN 'task' ELSE 'invoke' END AS task,
               CASE WHEN j.name = '${DISPATCH_QUEUE}' THEN 'dispatch' ELSE substr(j.name, ${LANE_PREFIX.length + 1}) END AS lane,
               w.pipeline,
               coalesce(j.data->>'triggerId', w.trigger_id) AS trigger,
@@ -154,7 +154,9 @@ export async function findOrphanedInvocations(
        SELECT id FROM candidates
        EXCEPT
        SELECT j.data->>'invocationId' FROM ${BOSS_SCHEMA}.job j
-        WHERE j.name LIKE '${LANE_PREFIX}%' AND j.state IN ('created', 'retry', 'active'))
+        WHERE j.name LIKE '${LANE_PREFIX}%' AND j.state IN ('created', 'retry', 'active')
+          -- a job of an orchestrator's task (it names the invocation too) does not run the invocation
+          AND NOT j.data ? 'taskId')
      SELECT c.id, c.target FROM candidates c JOIN orphans o ON o.id = c.id
       ORDER BY c.created_at LIMIT $2`,
     [olderThanSeconds, limit],

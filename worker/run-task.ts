@@ -20,6 +20,7 @@ import { laneQueue, type TaskJob } from "../shared/queues.ts";
 import { fileArtifact } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
 import type { ExecuteDeps } from "./execute-invocation.ts";
+import { type HeldWatch, watchHeld } from "./held-watch.ts";
 import { targetUsable } from "./lanes.ts";
 import { secretValue } from "./outputs/tokens.ts";
 import { assemblePrompt, type Prompt } from "./prompt.ts";
@@ -93,55 +94,29 @@ export async function runClaimedTask(
   await recordTaskEnd(deps, task, pipeline, watch.cancelled() ? { kind: "stopped" } : end);
 }
 
-interface TaskWatch {
-  signal: AbortSignal;
-  cancelled(): boolean;
-  claimLost(): boolean;
-  stop(): void;
-}
+type TaskWatch = HeldWatch;
 
-/** Heartbeat and stop signal of a task: shutdown, a cancellation (heard or found by the heartbeat), a lost claim. */
+/** The task's watch (held-watch.ts): its heartbeat, the cancel channels, shutdown, a lost claim. */
 function watchTask(
   deps: ExecuteDeps,
   tasks: Map<string, TaskHandle>,
   task: OrchestratedTask,
   shutdown: AbortSignal,
 ): TaskWatch {
-  const controller = new AbortController();
-  let cancelled = false;
-  let claimLost = false;
-  const cancel = () => {
-    if (cancelled) return;
-    cancelled = true;
-    deps.logger.info("task cancelled: stopping it", { event: "task.cancelling", task: task.id });
-    controller.abort();
-  };
-  tasks.set(task.id, { invocationId: task.invocationId, cancel });
-  const onShutdown = () => controller.abort();
-  shutdown.addEventListener("abort", onShutdown, { once: true });
-  if (shutdown.aborted) controller.abort();
-  const heartbeat = setInterval(() => {
-    heartbeatOrchestratedTask(deps.records ?? deps.pool, task.id, deps.workerId)
-      .then(async (held) => {
-        if (held || cancelled || claimLost) return;
-        const { rows } = await deps.pool.query("SELECT status FROM svc.tasks WHERE id = $1", [task.id]);
-        if (rows[0]?.status === "cancelled") return cancel();
-        claimLost = true;
-        controller.abort();
-      })
-      .catch(() => {}); // retried on the next tick; staleness is judged in the database
-  }, deps.heartbeatMs);
-  heartbeat.unref();
-  return {
-    signal: controller.signal,
-    cancelled: () => cancelled,
-    claimLost: () => claimLost,
-    stop: () => {
-      clearInterval(heartbeat);
-      shutdown.removeEventListener("abort", onShutdown);
-      tasks.delete(task.id);
+  return watchHeld({
+    shutdown,
+    heartbeatMs: deps.heartbeatMs,
+    heartbeat: () => heartbeatOrchestratedTask(deps.records ?? deps.pool, task.id, deps.workerId),
+    isCancelled: async () => {
+      const { rows } = await deps.pool.query("SELECT status FROM svc.tasks WHERE id = $1", [task.id]);
+      return rows[0]?.status === "cancelled";
     },
-  };
+    register: (cancel) => tasks.set(task.id, { invocationId: task.invocationId, cancel }),
+    unregister: () => tasks.delete(task.id),
+    onCancel: () =>
+      deps.logger.info("task cancelled: stopping it", { event: "task.cancelling", task: task.id }),
+    onClaimLost: () => deps.logger.warn("task claim lost", { event: "task.claim_lost", task: task.id }),
+  });
 }
 
 async function workloadOf(deps: ExecuteDeps, invocationId: string) {

@@ -1,18 +1,12 @@
+import type { ApiTokenRow } from "../../db/api_tokens.ts";
 import { unknownScopes } from "../../shared/scopes.ts";
 
-/** What a run token is bound to (see db/api_tokens.ts `issueRunToken`). */
-export interface RunBinding {
-  invocation: string;
-  pipeline?: string;
-  agent?: string;
-  repo?: string;
-  /** the run's checkout: host tools run there */
-  worktree?: string;
-  /** the svc.tasks row of the agent holding the token */
-  task?: string;
-  /** an orchestrator run may use the task tools; a task's token may not (depth 1) */
-  role?: "orchestrator" | "task";
-}
+/**
+ * What a run token is bound to: its invocation, and the binding stored with it (db/api_tokens.ts
+ * `issueRunToken`: pipeline, agent, repo, the worktree host tools run in, the agent's task row, and
+ * its role: an orchestrator may use the task tools, a task may not).
+ */
+export type RunBinding = NonNullable<ApiTokenRow["run"]> & { invocation: string };
 
 /** Who a request acts as, once its credentials have been checked. */
 export interface Principal {

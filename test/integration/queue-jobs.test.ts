@@ -81,6 +81,12 @@ describe("pg-boss's job table as db/queue-jobs.ts reads it", () => {
     );
     await boss.send(DISPATCH_QUEUE, { triggerId: "trg_livejobaaaaaaaaaaaaaa" });
     await boss.send(lane, { invocationId: "inv_livejobaaaaaaaaaaaaaa" }, { startAfter: 3600 });
+    // a job of one of its orchestrated tasks names the invocation but does not run it
+    await boss.send(
+      lane,
+      { invocationId: "inv_nojobaaaaaaaaaaaaaaaa", taskId: "tsk_x" },
+      { startAfter: 3600 },
+    );
     expect(await findOrphanedTriggers(pool, 60)).toEqual(["trg_nojobaaaaaaaaaaaaaaaa"]);
     expect(await findOrphanedInvocations(pool, 60)).toEqual([
       { id: "inv_nojobaaaaaaaaaaaaaaaa", target: null },

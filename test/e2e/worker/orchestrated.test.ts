@@ -3,7 +3,6 @@ import { readdir, readFile, rm } from "node:fs/promises";
 import { availableParallelism, loadavg } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { sign } from "@octokit/webhooks-methods";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
@@ -22,6 +21,7 @@ import {
   useTools,
 } from "./orchestration-script.ts";
 import {
+  postPullRequest,
   postWebhook,
   type RoleProcess,
   startIngress,
@@ -39,6 +39,8 @@ const PR_PAYLOAD = JSON.parse(
 ) as { number: number; repository: { full_name: string } };
 const THREAD = `${PR_PAYLOAD.repository.full_name}#${PR_PAYLOAD.number}`;
 const AREAS = ["src", "docs", "tests"];
+/** runs of the overhead measurement (odd: the median is one of them) */
+const ROUNDS = 3;
 
 /** Runs svc as its users do, against the daemon at `url`. */
 async function svc(url: string, ...args: string[]): Promise<string> {
@@ -108,7 +110,18 @@ describe("orchestrated execution (real ingress + worker processes, loopback mode
       { filename: "src/app.js", status: "modified", patch: "@@ -1,1 +1,1 @@\n-a\n+b" },
     ]);
     scriptModel();
-    const hooks = ["greedy", "unbound", "nested", "stuck", "fragile", "triple", "single"]
+    const hooks = [
+      "greedy",
+      "unbound",
+      "nested",
+      "stuck",
+      "fragile",
+      "triple",
+      "single",
+      "slowpoke",
+      "overdue",
+      "bound",
+    ]
       .map((hook) => `    ${hook}: { verify: bearer, secret: "\${HOOK_TOKEN}" }`)
       .join("\n");
     const targets = [
@@ -123,6 +136,10 @@ describe("orchestrated execution (real ingress + worker processes, loopback mode
       openaiTarget("fragile-planner", model.url, "fragile-key"),
       openaiTarget("triple-planner", model.url, "triple-key"),
       openaiTarget("triple-tasks", model.url, "triple-task-key"),
+      openaiTarget("slowpoke-planner", model.url, "slowpoke-key"),
+      openaiTarget("overdue-planner", model.url, "overdue-key"),
+      openaiTarget("bound-planner", model.url, "bound-key"),
+      '  identity: { runtime: command, command: ["./bin/identity-task"], timeout: 30s }',
       '  hang: { runtime: command, command: ["./bin/hang-task"], timeout: 120s }',
       '  hang-once: { runtime: command, command: ["./bin/hang-once"], timeout: 120s }',
     ].join("\n");
@@ -149,6 +166,8 @@ worker:
         "skills/review/SKILL.md":
           "---\nname: review\ndescription: Review one area.\nmetadata:\n  version: 1.0.0\nprincipal: pull-request-reviewer\n---\nReview the area you are given.\n",
         "bin/hang-task": '#!/bin/sh\ncat > /dev/null\necho $$ > "$RUN_DIR/pid"\nsleep 300\n',
+        // says which principal it acts as, and whether its code-host token is the principal's (never the value)
+        "bin/identity-task": `#!/bin/sh\ncat > /dev/null\nif [ "$GH_TOKEN" = "${REVIEWER_TOKEN}" ] && [ "$GITHUB_TOKEN" = "$GH_TOKEN" ]; then same=true; else same=false; fi\necho "{\\"principal\\": \\"$SVC_PRINCIPAL\\", \\"reviewer_token\\": $same}"\n`,
         "bin/hang-once":
           '#!/bin/sh\ncat > /dev/null\nif [ ! -e "$RUN_DIR/first" ]; then touch "$RUN_DIR/first"; echo $$ > "$RUN_DIR/pid"; sleep 60; fi\necho \'{"area": "fragile", "finding": "done on retry"}\'\n',
         ...orchestrated("review", {
@@ -180,6 +199,24 @@ outputs:
           targets: "hang-once",
           orchestrator: "fragile-planner",
         }),
+        ...orchestrated("slowpoke", {
+          hook: "slowpoke",
+          targets: "hang",
+          orchestrator: "slowpoke-planner",
+          extra: "  task_timeout: 1s\n",
+        }),
+        ...orchestrated("overdue", {
+          hook: "overdue",
+          targets: "hang",
+          orchestrator: "overdue-planner",
+          extra: "  timeout: 4s\n",
+        }),
+        ...orchestrated("bound", {
+          hook: "bound",
+          targets: "identity",
+          orchestrator: "bound-planner",
+          extra: "principals:\n  pull-request-reviewer: codehost.principal.42\n",
+        }),
         // the baseline: one agent of the same model time, run directly
         "pipelines/single.yaml":
           "version: 1.0.0\nagent: reviewer\ntrigger:\n  webhook: [single]\ntargets: [triple-tasks]\ninstructions: PART d\n",
@@ -190,7 +227,7 @@ outputs:
           extra: "  max_parallel: 3\n",
         }),
       },
-      ["bin/hang-task", "bin/hang-once"],
+      ["bin/hang-task", "bin/hang-once", "bin/identity-task"],
     );
     env.SVC_CONFIG_DIR = dir;
     env.SVC_DATABASE_URL = database.url;
@@ -286,6 +323,23 @@ outputs:
       status: 200,
       reply: orchestrator([{ instructions: "survive a crash" }], (waited) => ({ waited: waited.json })),
     });
+    model.answer("bound-key", {
+      status: 200,
+      reply: orchestrator(
+        [{ instructions: "act as the reviewer", skill: "review", principal: "pull-request-reviewer" }],
+        (_waited, read) => ({ read: read.map((entry) => entry.json) }),
+      ),
+    });
+    model.answer("slowpoke-key", {
+      status: 200,
+      reply: orchestrator([{ instructions: "hang past task_timeout" }], (waited) => ({
+        waited: waited.json,
+      })),
+    });
+    model.answer("overdue-key", {
+      status: 200,
+      reply: orchestrator([{ instructions: "hang past the orchestrator" }], () => ({ never: true })),
+    });
     model.answer("triple-key", {
       status: 200,
       reply: orchestrator(
@@ -295,25 +349,9 @@ outputs:
     });
     model.answer("triple-task-key", {
       status: 200,
-      delayMs: 1_000,
+      delayMs: 2_000,
       reply: (body) => answer({ part: /PART (\w)/.exec(userText(body))?.[1] }),
     });
-  }
-
-  async function postPullRequest(): Promise<string> {
-    const body = JSON.stringify(PR_PAYLOAD);
-    const response = await fetch(`${url}/webhooks/github`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-github-event": "pull_request",
-        "x-github-delivery": crypto.randomUUID(),
-        "x-hub-signature-256": await sign(GITHUB_SECRET, body),
-      },
-      body,
-    });
-    expect(response.status).toBe(202);
-    return ((await response.json()) as { trigger: string }).trigger;
   }
 
   async function orchestratedTasks(invocationId: string) {
@@ -325,14 +363,18 @@ outputs:
   }
 
   it("a pull_request.opened creates three tasks; two succeed, one fails; one combined review is published; the trace shows them", async () => {
-    const id = await postPullRequest();
+    const id = await postPullRequest(url, GITHUB_SECRET, PR_PAYLOAD);
     const trigger = await waitForTrigger(pool, id);
     const { invocations } = await lineage(pool, id);
     expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
     const tasks = await orchestratedTasks(invocations[0].id);
-    expect(tasks.map((task) => [task.spec.inputs.area, task.status, task.diagnostic?.code ?? null])).toEqual([
-      ["src", "completed", null],
+    // the three create_task calls of one answer run at once: their order among the rows is not fixed
+    const byArea = (a: string[], b: string[]) => a[0]!.localeCompare(b[0]!);
+    expect(
+      tasks.map((task) => [task.spec.inputs.area, task.status, task.diagnostic?.code ?? null]).sort(byArea),
+    ).toEqual([
       ["docs", "completed", null],
+      ["src", "completed", null],
       ["tests", "failed", "result_invalid"],
     ]);
     expect(
@@ -377,7 +419,7 @@ outputs:
       }[];
     };
     const traced = trace.tasks.filter((task) => task.parentId === tasks[0].parent_id);
-    expect(traced.map((task) => [task.status, task.target, task.diagnostic?.code ?? null])).toEqual([
+    expect(traced.map((task) => [task.status, task.target, task.diagnostic?.code ?? null]).sort()).toEqual([
       ["completed", "reviewers", null],
       ["completed", "reviewers", null],
       ["failed", "reviewers", "result_invalid"],
@@ -391,7 +433,7 @@ outputs:
       expect(row).toMatch(
         /on reviewers[\s\S]*<svg class="timeline"[\s\S]*<rect class="bar(-failed)?" x="[\d.]+"/,
       );
-    expect(rows[2]).toContain("bar-failed");
+    expect(rows.filter((row) => row.includes("bar-failed"))).toHaveLength(1);
     // svc trace draws them as a tree under the orchestrator; --json keeps the contract's keys
     const tree = await svc(url, "trace", id);
     const taskLines = tree
@@ -400,7 +442,11 @@ outputs:
     expect(taskLines).toHaveLength(3);
     for (const line of taskLines)
       expect(line).toMatch(/^ {6,}task tsk_\w+ {2}agent task \d.*(completed|failed)/);
-    expect(taskLines[2]).toContain("[result_invalid]");
+    expect(
+      taskLines.filter(
+        (line) => line.includes("failed  target reviewers") && line.includes("[result_invalid]"),
+      ),
+    ).toHaveLength(1);
     const json = JSON.parse(await svc(url, "trace", id, "--json")) as Record<string, unknown>;
     expect(Object.keys(json).sort()).toEqual(["artifacts", "invocations", "tasks", "trigger", "workload"]);
     expect((json.tasks as { id: string }[]).map((task) => task.id)).toEqual(
@@ -439,6 +485,20 @@ outputs:
     const refused = (invocations[0].result as { refused: string }).refused;
     expect(refused).toContain('skill "review" requires the principal binding "pull-request-reviewer"');
     expect(await orchestratedTasks(invocations[0].id)).toHaveLength(0);
+  });
+
+  it("a task bound to a principal acts through that principal's code-host identity", async () => {
+    const id = await postWebhook(url, "bound", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].result).toEqual({
+      read: [
+        expect.objectContaining({
+          status: "completed",
+          result: { principal: "pull-request-reviewer", reviewer_token: true },
+        }),
+      ],
+    });
   });
 
   it("a task calling create_task gets Forbidden (depth 1)", async () => {
@@ -499,13 +559,43 @@ outputs:
     expect(trigger.status).not.toBe("running");
   });
 
+  it("a task past task_timeout fails with agent_timeout and its diagnostic goes back to the orchestrator", async () => {
+    const id = await postWebhook(url, "slowpoke", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].status, JSON.stringify(invocations[0].diagnostic)).toBe("completed");
+    const waited = (
+      invocations[0].result as { waited: { tasks: { status: string; diagnostic: { code: string } }[] } }
+    ).waited;
+    expect(waited.tasks.map((task) => [task.status, task.diagnostic.code])).toEqual([
+      ["failed", "agent_timeout"],
+    ]);
+    const [task] = await orchestratedTasks(invocations[0].id);
+    expect(task.diagnostic.message).toContain("within 1000 ms");
+  });
+
+  it("an orchestrator past its timeout fails the run with agent_timeout; its running task is cancelled and killed", async () => {
+    const id = await postWebhook(url, "overdue", HOOK_TOKEN, {});
+    const trigger = await waitForTrigger(pool, id);
+    const { workloads, invocations } = await lineage(pool, id);
+    expect(trigger.status).toBe("error");
+    expect(invocations[0].diagnostic).toMatchObject({ code: "agent_timeout" });
+    expect(invocations[0].diagnostic.message).toContain("orchestrator.timeout");
+    const [task] = await orchestratedTasks(invocations[0].id);
+    expect(task.status).toBe("cancelled");
+    // the task had started its process within the orchestrator's 4 s; it is killed, not left running
+    const [pid] = await taskPids(workloads[0].id, [task.id]);
+    expect(pid).toBeGreaterThan(0);
+    await waitFor(async () => !alive(pid!), "the cancelled task's process to be killed");
+  });
+
   it("three tasks run in parallel; svc's overhead beyond the agents' own time is measured", async () => {
     const chat = (key: string, since: number) =>
       model.requests.filter(
         (r) => r.key === key && r.path.endsWith("/chat/completions") && r.receivedAt >= since,
       );
     const rounds: Record<string, number>[] = [];
-    for (let round = 0; round < 5; round += 1) {
+    for (let round = 0; round < ROUNDS; round += 1) {
       const started = Date.now();
       const id = await postWebhook(url, "triple", HOOK_TOKEN, {});
       await waitForTrigger(pool, id);
@@ -540,7 +630,7 @@ outputs:
       });
     }
     const direct: number[] = [];
-    for (let round = 0; round < 5; round += 1) {
+    for (let round = 0; round < ROUNDS; round += 1) {
       const started = Date.now();
       const id = await postWebhook(url, "single", HOOK_TOKEN, {});
       await waitForTrigger(pool, id);
@@ -552,12 +642,12 @@ outputs:
         trigger.updated_at.getTime() - trigger.created_at.getTime() - (call!.answeredAt! - call!.receivedAt),
       );
     }
-    const median = (key: string) => rounds.map((r) => r[key]!).sort((a, b) => a - b)[2]!;
+    const median = (key: string) => rounds.map((r) => r[key]!).sort((a, b) => a - b)[(ROUNDS - 1) / 2]!;
     console.log(
-      `three parallel tasks, 5 runs (trigger created → settled): ${rounds.map((r) => `${r.wall} ms`).join(", ")}; ` +
+      `three parallel tasks, ${ROUNDS} runs (trigger created → settled): ${rounds.map((r) => `${r.wall} ms`).join(", ")}; ` +
         `median wall ${median("wall")} ms, agents' own time ${median("agents")} ms, svc overhead ${median("overhead")} ms ` +
         `(of it: task created → model call ${median("taskStart")} ms, last task answer → orchestrator's next call ${median("collect")} ms); ` +
-        `a direct run of one such agent: svc overhead ${direct.sort((a, b) => a - b)[2]} ms (load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores)`,
+        `a direct run of one such agent: svc overhead ${direct.sort((a, b) => a - b)[(ROUNDS - 1) / 2]} ms (load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores)`,
     );
     expect(median("overhead")).toBeGreaterThan(0);
   });

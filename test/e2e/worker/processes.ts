@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { postSignedPullRequest } from "../outputs/pull-request.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "bin", "svc.js");
 
@@ -141,5 +142,13 @@ export async function postWebhook(url: string, name: string, token: string, body
   });
   const text = await response.text();
   if (response.status !== 202) throw new Error(`webhook ${name} answered ${response.status}: ${text}`);
+  return (JSON.parse(text) as { trigger: string }).trigger;
+}
+
+/** A `pull_request` delivery to the `github` source, signed with `secret` as GitHub signs it. */
+export async function postPullRequest(url: string, secret: string, payload: unknown): Promise<string> {
+  const response = await postSignedPullRequest(url, secret, payload);
+  const text = await response.text();
+  if (response.status !== 202) throw new Error(`the github webhook answered ${response.status}: ${text}`);
   return (JSON.parse(text) as { trigger: string }).trigger;
 }

@@ -202,6 +202,23 @@ describe("tools/list is filtered by scope", () => {
 });
 
 describe("tools/call", () => {
+  it("the task tools are an orchestrator's: * and a direct run's token get Forbidden, and no task is created", async () => {
+    for (const token of ["secret-star", runToken]) {
+      const client = await connect(api.url, token);
+      for (const name of ["create_task", "list_tasks", "wait_tasks", "read_task_result", "cancel_task"]) {
+        await expect(
+          client.callTool({
+            name,
+            arguments: { instructions: "x", ids: ["tsk_x"], timeout_s: 0, id: "tsk_x" },
+          }),
+        ).rejects.toMatchObject({ code: -32001, message: "MCP error -32001: Forbidden" });
+      }
+      await client.close();
+    }
+    const { rows } = await api.pool.query("SELECT count(*)::int AS n FROM svc.tasks WHERE spec IS NOT NULL");
+    expect(rows[0].n).toBe(0);
+  });
+
   it("a read tool works with mcp:read", async () => {
     const client = await connect(api.url, "secret-reader");
     const result = await client.callTool({ name: "search_notes", arguments: {} });

@@ -138,6 +138,11 @@ const CASES: [string, string, string][] = [
     'pipelines/main.yaml: "orchestrator.budget" is not allowed - an orchestrator takes only strategy, guidance, targets, max_tasks, max_parallel, task_timeout, timeout; delete the key',
   ],
   [
+    "orchestrator-budget",
+    "invalid_value",
+    'pipelines/main.yaml: "orchestrator.max_parallel" must be between 1 and 32 (got 0)',
+  ],
+  [
     "orchestrator-false",
     "removed_key",
     'pipelines/main.yaml: "orchestrator: false" was removed in 0.7.0 - delete the key; omitting "orchestrator" means direct execution',

@@ -1,0 +1,65 @@
+/** What a worker holding a row (an invocation, an orchestrated task) watches while it runs it. */
+export interface HeldWatch {
+  /** fires on shutdown, on a cancellation, and when the claim is lost */
+  signal: AbortSignal;
+  cancelled(): boolean;
+  claimLost(): boolean;
+  stop(): void;
+}
+
+export interface HeldRow {
+  shutdown: AbortSignal;
+  heartbeatMs: number;
+  /** proves this worker alive; false when it no longer holds the row */
+  heartbeat(): Promise<boolean>;
+  /** the row left `running` under us: was it cancelled (else another worker took it over)? */
+  isCancelled(): Promise<boolean>;
+  /** makes `cancel` reachable by the cancel channel; `unregister` when the run ends */
+  register(cancel: () => void): void;
+  unregister(): void;
+  onCancel(): void;
+  onClaimLost(): void;
+}
+
+/**
+ * The abort signal and heartbeat of a held row: the signal fires on shutdown, on a cancellation
+ * (heard on a cancel channel, or found by the heartbeat), and when the claim is lost.
+ */
+export function watchHeld(row: HeldRow): HeldWatch {
+  const controller = new AbortController();
+  let claimLost = false;
+  let cancelled = false;
+  const cancel = () => {
+    if (cancelled) return;
+    cancelled = true;
+    row.onCancel();
+    controller.abort();
+  };
+  row.register(cancel);
+  const onShutdown = () => controller.abort();
+  row.shutdown.addEventListener("abort", onShutdown, { once: true });
+  if (row.shutdown.aborted) controller.abort();
+  const heartbeat = setInterval(() => {
+    row
+      .heartbeat()
+      .then(async (held) => {
+        if (held || claimLost || cancelled) return;
+        if (await row.isCancelled()) return cancel();
+        claimLost = true;
+        row.onClaimLost();
+        controller.abort();
+      })
+      .catch(() => {}); // a failed heartbeat is retried on the next tick; staleness is judged in the database
+  }, row.heartbeatMs);
+  heartbeat.unref();
+  return {
+    signal: controller.signal,
+    cancelled: () => cancelled,
+    claimLost: () => claimLost,
+    stop: () => {
+      clearInterval(heartbeat);
+      row.shutdown.removeEventListener("abort", onShutdown);
+      row.unregister();
+    },
+  };
+}
