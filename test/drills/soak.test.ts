@@ -5,7 +5,15 @@ import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { checkAccepted, printLine, summary, timed, waitForQuiet } from "./support/accounting.ts";
 import { drillEnv, SECRETS } from "./support/config.ts";
-import { heapCensus, heapGrowth, heapSnapshotEnv, takeHeapSnapshot, totalBytes } from "./support/heap.ts";
+import {
+  heapCensus,
+  heapGrowth,
+  heapSnapshotEnv,
+  type MemoryReport,
+  takeHeapSnapshot,
+  takeMemoryReport,
+  totalBytes,
+} from "./support/heap.ts";
 import {
   bearerRequest,
   codehostRequest,
@@ -68,14 +76,15 @@ async function snapshotWorkers(
   pool: pg.Pool,
   workers: SvcProcess[],
   dir: string,
-): Promise<{ path: string; runs: number }[]> {
+): Promise<{ path: string; runs: number; memory: MemoryReport }[]> {
   const taken = [];
   for (const worker of workers) {
     const { rows } = await pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM svc.invocations WHERE status = 'completed' AND worker_id LIKE $1",
       [`%:${worker.pid}:%`],
     );
-    taken.push({ path: await takeHeapSnapshot(worker.pid, dir), runs: rows[0]!.n });
+    const memory = await takeMemoryReport(worker.pid, dir);
+    taken.push({ path: await takeHeapSnapshot(worker.pid, dir), runs: rows[0]!.n, memory });
   }
   return taken;
 }
@@ -199,6 +208,9 @@ describe(`drill: a ${SECONDS} s soak at ${RATE} webhooks per second`, () => {
             heap_mib_after: (totalBytes(after) / 2 ** 20).toFixed(1),
             snapshots: [first[i]!.path, last[i]!.path],
           });
+          // RSS beside what V8 holds: growth outside V8 is native (allocator, add-ons), not retained objects
+          printLine(DRILL, `memory ${worker.name} at first snapshot (MiB)`, { ...first[i]!.memory });
+          printLine(DRILL, `memory ${worker.name} at last snapshot (MiB)`, { ...last[i]!.memory });
           for (const g of growth) {
             printLine(DRILL, `heap ${worker.name} grew`, {
               kind: g.kind,

@@ -90,13 +90,17 @@ setup:
 instructions: take your time
 `,
   };
+  await writeConfigFiles(dir, files);
+  return dir;
+}
+
+/** Writes a configuration directory's files; those under `bin/` are made executable. */
+export async function writeConfigFiles(dir: string, files: Record<string, string>): Promise<void> {
   for (const [path, text] of Object.entries(files)) {
     await mkdir(dirname(join(dir, path)), { recursive: true });
     await writeFile(join(dir, path), text);
+    if (path.startsWith("bin/")) await chmod(join(dir, path), 0o755);
   }
-  await chmod(join(dir, "bin/agent"), 0o755);
-  await chmod(join(dir, "bin/slow-agent"), 0o755);
-  return dir;
 }
 
 /** The environment of every drill child: config dir, database, secrets, fast heartbeats. */

@@ -7,15 +7,77 @@ import { join } from "node:path";
  * retains, so growth that follows the number of runs shows up by constructor name.
  */
 export const SNAPSHOT_SIGNAL = "SIGUSR2";
+/** Node's diagnostic report (`--report-on-signal`): V8's committed heap, external and malloced memory, libuv handles */
+export const REPORT_SIGNAL = "SIGTTIN";
 
-/** NODE_OPTIONS for a child whose heap may be snapshotted into `dir`. */
+/** NODE_OPTIONS for a child whose heap may be snapshotted, and its diagnostic report written, into `dir`. */
 export function heapSnapshotEnv(dir: string): Record<string, string> {
-  return { NODE_OPTIONS: `--heapsnapshot-signal=${SNAPSHOT_SIGNAL} --diagnostic-dir=${dir}` };
+  return {
+    NODE_OPTIONS: [
+      `--heapsnapshot-signal=${SNAPSHOT_SIGNAL}`,
+      `--diagnostic-dir=${dir}`,
+      "--report-on-signal",
+      `--report-signal=${REPORT_SIGNAL}`,
+      `--report-directory=${dir}`,
+    ].join(" "),
+  };
 }
 
-async function snapshotsOf(dir: string, pid: number): Promise<string[]> {
+async function filesOf(dir: string, pid: number, ending: string): Promise<string[]> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  return names.filter((name) => name.includes(`.${pid}.`) && name.endsWith(".heapsnapshot")).sort();
+  return names.filter((name) => name.includes(`.${pid}.`) && name.endsWith(ending)).sort();
+}
+
+const snapshotsOf = (dir: string, pid: number) => filesOf(dir, pid, ".heapsnapshot");
+
+/** Where a process's memory is, from its diagnostic report, in MiB; `handles` counts libuv handles by type. */
+export interface MemoryReport {
+  rss: number;
+  v8Committed: number;
+  v8Used: number;
+  external: number;
+  malloced: number;
+  /** RSS that neither V8's committed heap nor external buffers account for: native allocations, code, stacks */
+  outsideV8: number;
+  handles: Record<string, number>;
+}
+
+/** Signals the child for a diagnostic report and reads it once it is complete JSON. */
+export async function takeMemoryReport(pid: number, dir: string, boundMs = 60_000): Promise<MemoryReport> {
+  const before = new Set(await filesOf(dir, pid, ".json"));
+  process.kill(pid, REPORT_SIGNAL);
+  const deadline = Date.now() + boundMs;
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const fresh = (await filesOf(dir, pid, ".json")).find((name) => !before.has(name));
+    if (!fresh) continue;
+    let report: {
+      javascriptHeap: Record<string, number>;
+      resourceUsage: { rss: number };
+      libuv: { type: string }[];
+    };
+    try {
+      report = JSON.parse(await readFile(join(dir, fresh), "utf8"));
+    } catch {
+      continue; // still being written
+    }
+    const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
+    const heap = report.javascriptHeap;
+    const handles: Record<string, number> = {};
+    for (const handle of report.libuv) handles[handle.type] = (handles[handle.type] ?? 0) + 1;
+    return {
+      rss: mib(report.resourceUsage.rss),
+      v8Committed: mib(heap.totalCommittedMemory ?? 0),
+      v8Used: mib(heap.usedMemory ?? 0),
+      external: mib(heap.externalMemory ?? 0),
+      malloced: mib(heap.mallocedMemory ?? 0),
+      outsideV8: mib(
+        report.resourceUsage.rss - (heap.totalCommittedMemory ?? 0) - (heap.externalMemory ?? 0),
+      ),
+      handles,
+    };
+  }
+  throw new Error(`process ${pid} wrote no diagnostic report into ${dir} within ${boundMs} ms`);
 }
 
 /**

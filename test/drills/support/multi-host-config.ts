@@ -1,8 +1,8 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
-import { chmod, cp, mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { cp, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { SECRETS } from "./config.ts";
+import { join } from "node:path";
+import { SECRETS, writeConfigFiles } from "./config.ts";
 
 /** Secrets of the multi-host configuration, beside the single-host drills' ones. */
 export const HOST_SECRETS = {
@@ -83,12 +83,7 @@ outputs:
 `,
     ),
   };
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(dirname(join(dir, path)), { recursive: true });
-    await writeFile(join(dir, path), text);
-  }
-  await chmod(join(dir, "bin/agent"), 0o755);
-  await chmod(join(dir, "bin/comment"), 0o755);
+  await writeConfigFiles(dir, files);
   return dir;
 }
 
