@@ -111,7 +111,8 @@ export const createTask: ToolDefinition = {
     const refused = principalRefusal(call, found.pipeline, spec);
     if (refused) return textResult(refused, true);
     const { deps } = call;
-    const lane = pipelineLane(found.pipeline, deps.config.targets);
+    // tasks run on the pipeline's own targets, whatever the orchestrator runs on
+    const lane = pipelineLane({ targets: found.pipeline.targets }, deps.config.targets);
     const { outcome, lanes } = await withTransaction(deps.pool, async (client) => {
       const created = await createOrchestratedTask(client, {
         invocationId: found.invocation,
