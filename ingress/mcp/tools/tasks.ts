@@ -121,13 +121,15 @@ export const createTask: ToolDefinition = {
         spec,
         maxTasks: found.orchestrator.maxTasks,
       });
-      if (created.kind === "budget") return { outcome: created, lanes: [] };
+      if (created.kind !== "created") return { outcome: created, lanes: [] };
       return {
         outcome: created,
         lanes: await promoteTasks(client, deps.boss, found.invocation, found.orchestrator.maxParallel),
       };
     });
     for (const queue of lanes) wakeWorkers(deps.boss, queue);
+    if (outcome.kind === "ended")
+      return textResult(`this run is ${outcome.status}: it creates no more tasks`, true);
     if (outcome.kind === "budget")
       return textResult(
         `max_tasks reached: this run already created ${outcome.created} tasks, the most orchestrator.max_tasks allows (${found.orchestrator.maxTasks}) - wait for them, read their results, or finish with what you have`,
