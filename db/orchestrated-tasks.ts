@@ -55,7 +55,11 @@ async function lockRun(db: Queryable, invocationId: string): Promise<void> {
   await db.query("SELECT pg_advisory_xact_lock(hashtext('svc.tasks:' || $1))", [invocationId]);
 }
 
-export type CreateOutcome = { kind: "created"; task: OrchestratedTask } | { kind: "budget"; created: number };
+export type CreateOutcome =
+  | { kind: "created"; task: OrchestratedTask }
+  | { kind: "budget"; created: number }
+  /** the run is no longer queued or running (cancelled, timed out, finished) */
+  | { kind: "ended"; status: string };
 
 /** Inside the caller's transaction: a new `pending` task, unless the run already has `maxTasks`. */
 export async function createOrchestratedTask(
@@ -69,6 +73,13 @@ export async function createOrchestratedTask(
   },
 ): Promise<CreateOutcome> {
   await lockRun(db, row.invocationId);
+  // a call still in flight when its run ended must not leave a task behind it
+  const { rows: run } = await db.query<{ status: string }>(
+    "SELECT status FROM svc.invocations WHERE id = $1",
+    [row.invocationId],
+  );
+  if (!["queued", "running"].includes(run[0]?.status ?? ""))
+    return { kind: "ended", status: run[0]?.status ?? "gone" };
   const { rows: counted } = await db.query<{ created: number; seq: number }>(
     `SELECT count(*) FILTER (WHERE spec IS NOT NULL)::int AS created, coalesce(max(seq), 0)::int AS seq
        FROM svc.tasks WHERE invocation_id = $1`,
@@ -177,6 +188,15 @@ export async function claimOrchestratedTasks(
   staleAfterMs: number,
 ): Promise<OrchestratedTask[]> {
   if (ids.length === 0) return [];
+  // a task of a run that has ended is cancelled, not run (see createOrchestratedTask for the race)
+  await db.query(
+    `UPDATE svc.tasks t SET status = 'cancelled', finished_at = now(),
+            diagnostic = '{"code": "cancelled", "message": "the orchestrator ended before the task started"}'
+       FROM svc.invocations i
+      WHERE t.id = ANY($1::text[]) AND t.spec IS NOT NULL AND t.status = 'queued'
+        AND i.id = t.invocation_id AND i.status NOT IN ('queued', 'running')`,
+    [ids],
+  );
   const { rows } = await db.query<OrchestratedTask>({
     name: "svc_claim_tasks",
     text: `UPDATE svc.tasks

@@ -18,21 +18,38 @@ export function laneQueue(target: string | null): string {
 }
 
 /**
- * The lane a pipeline's new invocation waits on: its first target that `usable` accepts, else its
+ * The lane a pipeline's new invocation waits on (its agent's targets: invocationTargets): the first
+ * target that `usable` accepts, else its
  * first target (whose lane is stopped, so the job waits there until a credential comes back), else
  * the local lane. `usable`: the chosen lane can run now. The worker passes what it knows of
  * credentials (worker/lanes.ts); the ingress, which does not track them, takes every target as usable.
  */
 export function pipelineLane<T extends { name: string }>(
-  pipeline: { targets: readonly string[] },
+  pipeline: RunTargets,
   targets: Readonly<Record<string, T>>,
   usable: (target: T) => boolean = () => true,
 ): { queue: string; target: string | null; usable: boolean } {
-  const configured = pipeline.targets.map((name) => targets[name]).filter((target) => target !== undefined);
+  const configured = invocationTargets(pipeline)
+    .map((name) => targets[name])
+    .filter((target) => target !== undefined);
   if (configured.length === 0) return { queue: laneQueue(null), target: null, usable: true };
   const first = configured.find(usable);
   const chosen = first ?? configured[0]!;
   return { queue: laneQueue(chosen.name), target: chosen.name, usable: first !== undefined };
+}
+
+export interface RunTargets {
+  targets: readonly string[];
+  orchestrator?: { targets: readonly string[] };
+}
+
+/**
+ * Where an invocation's agent runs: an orchestrator on `orchestrator.targets` when it names any,
+ * else the pipeline's `targets` (where an orchestrator's tasks always run).
+ */
+export function invocationTargets(pipeline: RunTargets): readonly string[] {
+  const own = pipeline.orchestrator?.targets ?? [];
+  return own.length > 0 ? own : pipeline.targets;
 }
 
 export interface DispatchJob {

@@ -5,6 +5,7 @@ import { finishTask, startTask } from "../db/tasks.ts";
 import type { Target } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
+import { invocationTargets } from "../shared/queues.ts";
 import { fileArtifact, recordSurface } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
 import { runIdentity } from "./dispatch.ts";
@@ -38,12 +39,6 @@ export function agentPrompt(run: RunState): Prompt {
   return prompt;
 }
 
-/** Where the agent runs: an orchestrator on `orchestrator.targets` when it names any, else the pipeline's. */
-export function agentTargets(pipeline: RunState["input"]["pipeline"]): string[] {
-  const own = pipeline.orchestrator?.targets ?? [];
-  return own.length > 0 ? own : pipeline.targets;
-}
-
 /**
  * The agent on the pipeline's targets, in order: the first usable target that answers gives the
  * result. A target whose credentials are cooling is skipped; when every target is unavailable the
@@ -55,7 +50,7 @@ export async function runAgentOnTargets(run: RunState): Promise<AgentEnd> {
   const transcript = join(input.paths.logsDir, "transcript.log");
   await writeFile(transcript, "");
   const unavailable: Diagnostic[] = [];
-  for (const name of agentTargets(input.pipeline)) {
+  for (const name of invocationTargets(input.pipeline)) {
     const target = deps.config.targets[name];
     if (!target || !targetUsable(target, deps.cooldowns, deps.secrets)) continue;
     const attempt = await runAgentOn(run, target, prompt, transcript);

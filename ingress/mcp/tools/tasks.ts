@@ -111,7 +111,8 @@ export const createTask: ToolDefinition = {
     const refused = principalRefusal(call, found.pipeline, spec);
     if (refused) return textResult(refused, true);
     const { deps } = call;
-    const lane = pipelineLane(found.pipeline, deps.config.targets);
+    // tasks run on the pipeline's own targets, whatever the orchestrator runs on
+    const lane = pipelineLane({ targets: found.pipeline.targets }, deps.config.targets);
     const { outcome, lanes } = await withTransaction(deps.pool, async (client) => {
       const created = await createOrchestratedTask(client, {
         invocationId: found.invocation,
@@ -120,13 +121,15 @@ export const createTask: ToolDefinition = {
         spec,
         maxTasks: found.orchestrator.maxTasks,
       });
-      if (created.kind === "budget") return { outcome: created, lanes: [] };
+      if (created.kind !== "created") return { outcome: created, lanes: [] };
       return {
         outcome: created,
         lanes: await promoteTasks(client, deps.boss, found.invocation, found.orchestrator.maxParallel),
       };
     });
     for (const queue of lanes) wakeWorkers(deps.boss, queue);
+    if (outcome.kind === "ended")
+      return textResult(`this run is ${outcome.status}: it creates no more tasks`, true);
     if (outcome.kind === "budget")
       return textResult(
         `max_tasks reached: this run already created ${outcome.created} tasks, the most orchestrator.max_tasks allows (${found.orchestrator.maxTasks}) - wait for them, read their results, or finish with what you have`,

@@ -367,6 +367,8 @@ outputs:
     const trigger = await waitForTrigger(pool, id);
     const { invocations } = await lineage(pool, id);
     expect(trigger.status, JSON.stringify(invocations[0]?.diagnostic)).toBe("completed");
+    // the invocation waits on, and runs on, the orchestrator's target; its tasks on the pipeline's
+    expect(invocations[0].target).toBe("planner");
     const tasks = await orchestratedTasks(invocations[0].id);
     // the three create_task calls of one answer run at once: their order among the rows is not fixed
     const byArea = (a: string[], b: string[]) => a[0]!.localeCompare(b[0]!);

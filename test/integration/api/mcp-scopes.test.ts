@@ -22,8 +22,17 @@ let runToken: string;
 let invocation: string;
 
 function withMarkTool(config: ConfigSnapshot): ConfigSnapshot {
+  const plain = config.pipelines.plain!;
   return {
     ...config,
+    // "plain" is orchestrated here, so an orchestrator's token has a pipeline to act for
+    pipelines: {
+      ...config.pipelines,
+      plain: {
+        ...plain,
+        orchestrator: { strategy: { type: "auto" }, targets: [], maxTasks: 8, maxParallel: 2 },
+      },
+    },
     hostTools: {
       ...config.hostTools,
       mark: {
@@ -215,6 +224,32 @@ describe("tools/call", () => {
       }
       await client.close();
     }
+    const { rows } = await api.pool.query("SELECT count(*)::int AS n FROM svc.tasks WHERE spec IS NOT NULL");
+    expect(rows[0].n).toBe(0);
+  });
+
+  it("an orchestrator's token sees the task tools; a run that has ended creates no task", async () => {
+    const orchestrator = (
+      await issueRunToken(api.pool, {
+        invocationId: invocation,
+        scopes: ["mcp:read", "mcp:write"],
+        sandboxed: false,
+        expiresAt: new Date(Date.now() + 600_000),
+        run: { pipeline: "plain", role: "orchestrator" },
+      })
+    ).token;
+    const client = await connect(api.url, orchestrator);
+    expect(await toolNames(client)).toEqual(
+      expect.arrayContaining(["create_task", "wait_tasks", "cancel_task"]),
+    );
+    expect((await client.callTool({ name: "list_tasks", arguments: {} })).structuredContent).toEqual({
+      tasks: [],
+    });
+    // the seeded invocation is completed: a call still in flight when a run ends leaves nothing behind
+    const refused = await client.callTool({ name: "create_task", arguments: { instructions: "late" } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toBe("this run is completed: it creates no more tasks");
+    await client.close();
     const { rows } = await api.pool.query("SELECT count(*)::int AS n FROM svc.tasks WHERE spec IS NOT NULL");
     expect(rows[0].n).toBe(0);
   });
