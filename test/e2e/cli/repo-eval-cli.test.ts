@@ -87,7 +87,7 @@ describe("svc eval", () => {
     expect(listed.stdout).toMatch(/plain\s+1\.0\.0\s+pass\s+pass\s+smoke\s+<b>sure<\/b>/);
     const stats = ok(await svc(["eval", "stats", "--pipeline", "plain"], env()));
     expect(stats.stdout).toMatch(
-      /^1\.0\.0\s+local-agent\s+1\s+100\.0% \[20\.7–100\.0\] \(1\/1\)\s.*\s2000ms\s+2000ms\s+-$/m,
+      /^1\.0\.0\s+local-agent\s+1\s+100\.0% \[20\.7–100\.0\] \(1\/1\)\s.*\s2000ms\s+2000ms\s+-\s+-$/m,
     );
     expect(stats.stdout).toContain("curated cases agreeing with the expectation: 100.0%");
     const compared = ok(
