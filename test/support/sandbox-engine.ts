@@ -1,10 +1,9 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
+import { createReadStream } from "node:fs";
 import { access, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { pipeline } from "node:stream/promises";
 import { promisify } from "node:util";
 import type Docker from "dockerode";
 import { followProgress, openEngine } from "../../shared/sandbox/engine.ts";
@@ -252,27 +251,10 @@ async function baseRootfs(): Promise<string> {
   return tarball;
 }
 
-/** Loads `tag` from the cache file `name`, or builds it with `make` and saves it there. */
-async function cachedImage(
-  docker: Docker,
-  tag: string,
-  name: string,
-  make: () => Promise<void>,
-): Promise<void> {
-  const file = join(imageCacheDir(), name);
-  if (await exists(file)) {
-    await followProgress(docker, await docker.loadImage(file), () => {});
-    return;
-  }
-  await make();
-  const partial = `${file}.partial-${process.pid}`;
-  await pipeline(await docker.getImage(tag).get(), createWriteStream(partial));
-  await rename(partial, file);
-}
-
 /**
  * The project's agent and studio images, built from deploy/images on the mmdebstrap base (the
- * builds reach the apt mirror and npm through the host's network; the runs never do).
+ * builds reach the apt mirror and npm through the host's network; the runs never do). Not cached
+ * themselves: the registry they are pushed to is (see projectImagesKey).
  */
 export async function buildProjectImages(docker: Docker, log: (line: string) => void): Promise<void> {
   const rootfs = await baseRootfs();
@@ -282,24 +264,16 @@ export async function buildProjectImages(docker: Docker, log: (line: string) => 
     await docker.importImage(createReadStream(rootfs), { repo: "svc-test-base", tag: "bookworm" }),
     log,
   );
-  const agentDir = join(REPO, "deploy", "images", "agent");
-  const studioDir = join(REPO, "deploy", "images", "studio");
-  const agentKey = await hashOf([
-    rootfs,
-    await readFile(join(agentDir, "Dockerfile")),
-    await readFile(join(agentDir, "versions.json")),
-  ]);
-  const studioKey = await hashOf([agentKey, await readFile(join(studioDir, "Dockerfile"))]);
+  const images = join(REPO, "deploy", "images");
   const build = { networkmode: "host" };
-  await cachedImage(docker, "agent:default", `agent-${agentKey}.tar`, () =>
-    buildImage(docker, agentDir, "agent:default", log, { ...build, buildargs: { BASE_IMAGE: base } }),
-  );
-  await cachedImage(docker, "studio:default", `studio-${studioKey}.tar`, () =>
-    buildImage(docker, studioDir, "studio:default", log, {
-      ...build,
-      buildargs: { BASE_IMAGE: "agent:default" },
-    }),
-  );
+  await buildImage(docker, join(images, "agent"), "agent:default", log, {
+    ...build,
+    buildargs: { BASE_IMAGE: base },
+  });
+  await buildImage(docker, join(images, "studio"), "studio:default", log, {
+    ...build,
+    buildargs: { BASE_IMAGE: "agent:default" },
+  });
 }
 
 /**

@@ -127,7 +127,7 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
     database = await createTestDatabase(inject("adminDatabaseUrl"));
     const pipeline = (name: string, target: string, extra: string) =>
       `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [${name}-hook]\ntargets: [${target}]\ninstructions: run\nretain_checkout: true\n${extra}`;
-    const hooks = ["claude", "boxed", "tool", "slow", "hold", "plain", "bench-box", "bench-host"];
+    const hooks = ["variant", "claude", "boxed", "tool", "slow", "hold", "plain", "bench-box", "bench-host"];
     dir = await writeConfigDir({
       "daemon.yaml": `webhooks:
   sources:
@@ -168,6 +168,8 @@ sandboxes:
   engine: { socket: ${engine.socket} }
   registry: ${registry}
   limits: { memory: 512m, cpus: 1, pids: 256 }
+  images:
+    gpu: { pull: ${registry}/agent:gpu }
 worker:
   concurrency: 2
   grace_period: 2s
@@ -177,6 +179,11 @@ worker:
         "boxed",
         "facts",
         `env:\n  HOST_SECRET: /placeholder\n  PROBE_URL: http://127.0.0.1:9/\nsandbox:\n  image: agent:default\nsetup:\n  - run: ${JSON.stringify(`(${FACTS_STEP}) > "$SURFACE_DIR/facts.txt"`)}\n`,
+      ),
+      "pipelines/variant.yaml": pipeline(
+        "variant",
+        "echo",
+        "sandbox:\n  image: agent:gpu\nsetup:\n  - run: 'true'\n",
       ),
       "pipelines/tool.yaml": pipeline("tool", "tool", "tools: [probe]\nsandbox:\n  network: host\n"),
       "pipelines/slow.yaml": pipeline("slow", "slow", "sandbox: {}\n"),
@@ -270,8 +277,28 @@ worker:
         source: `svc image pull (${engine.registryHost}/svc/agent:default)`,
       }),
       expect.objectContaining({ image: "studio:default", present: true, pipelines: [] }),
+      {
+        image: "agent:gpu",
+        present: false,
+        pipelines: ["variant"],
+        source: `pulled on first use from ${engine.registryHost}/svc/agent:gpu`,
+      },
     ]);
   }, 300_000);
+
+  it("a variant is made on first use on the host that runs it, with the progress in the run's log", async () => {
+    const { workloads, invocations } = await fireAndWait("variant-hook");
+    expect(invocations[0].diagnostic).toBeNull();
+    const tags = (await engine.docker.listImages()).flatMap((image) => image.RepoTags ?? []);
+    expect(tags).toContain("agent:gpu");
+    const log = await readFile(
+      join(dir, "workspaces", workloads[0].id, invocations[0].id, "logs", "setup-0.log"),
+      "utf8",
+    );
+    expect(log).toContain(`# sandbox: pulling ${engine.registryHost}/svc/agent:gpu for agent:gpu\n`);
+    expect(log).toContain("# sandbox: agent:gpu is ready\n");
+    expect(log).toMatch(/^# sandbox: started agent:gpu as container [0-9a-f]{12} on unix:\/\//m);
+  }, 120_000);
 
   it("setup step and agent run in the container: its own hostname, the worktree mounted, no host file, non-root, read-only root, no network", async () => {
     const { workloads, invocations } = await fireAndWait("boxed-hook");
