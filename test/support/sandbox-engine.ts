@@ -2,12 +2,12 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { access, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type Docker from "dockerode";
 import { followProgress, openEngine } from "../../shared/sandbox/engine.ts";
 import { buildImage } from "../../shared/sandbox/images.ts";
+import { freePort } from "./free-port.ts";
 
 const run = promisify(execFile);
 const REPO = join(import.meta.dirname, "..", "..");
@@ -73,14 +73,6 @@ export async function ensureEnginePackages(): Promise<void> {
     const { stderr, message } = error as { stderr?: string; message: string };
     throw new Error(`apt-get install ${missing.join(" ")} failed: ${stderr?.trim() || message}`);
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 function exitOf(child: ChildProcess): Promise<void> {
