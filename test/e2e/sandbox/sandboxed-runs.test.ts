@@ -93,6 +93,20 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
     return lineage(pool, id);
   };
 
+  // the hold pipeline's step is holding once it marked RUN_DIR: a retry then passes straight through
+  const heldRun = (trigger: string) =>
+    waitFor(async () => {
+      const { workloads, invocations } = await lineage(pool, trigger);
+      const invocation = invocations[0]?.id as string | undefined;
+      if (!invocation) return undefined;
+      const marked = await access(join(dir, "workspaces", workloads[0].id, invocation, "run", "held")).then(
+        () => true,
+        () => false, // not yet
+      );
+      const containers = marked ? await containersOf(invocation) : [];
+      return containers[0]?.State === "running" ? { invocation, container: containers[0] } : undefined;
+    }, "the held run's step in its container");
+
   beforeAll(async () => {
     await ensureEnginePackages();
     const started = Date.now();
@@ -362,20 +376,21 @@ worker:
     expect(await containersOf(invocations[0].id)).toEqual([]);
   }, 120_000);
 
+  it("a cancellation stops the run and removes its container", async () => {
+    const id = await postWebhook(url, "hold-hook", HOOK, {});
+    const held = await heldRun(id);
+    const response = await fetch(`${url}/invocations/${held.invocation}/cancel`, { method: "POST" });
+    expect(response.status).toBe(200);
+    await waitFor(
+      async () => (await containersOf(held.invocation)).length === 0,
+      "the cancelled run's container to be removed",
+    );
+    expect((await lineage(pool, id)).invocations[0].status).toBe("cancelled");
+  }, 120_000);
+
   it("a killed worker's container is swept by another worker, found by its label", async () => {
     const id = await postWebhook(url, "hold-hook", HOOK, {});
-    // the step is holding once it marked RUN_DIR: a retry then passes straight through
-    const held = await waitFor(async () => {
-      const { workloads, invocations } = await lineage(pool, id);
-      const invocation = invocations[0]?.id as string | undefined;
-      if (!invocation) return undefined;
-      const marked = await access(join(dir, "workspaces", workloads[0].id, invocation, "run", "held")).then(
-        () => true,
-        () => false, // not yet
-      );
-      const containers = marked ? await containersOf(invocation) : [];
-      return containers[0]?.State === "running" ? { invocation, container: containers[0] } : undefined;
-    }, "the held run's step in its container");
+    const held = await heldRun(id);
     expect(held.container.Labels["svc.worker"]).toMatch(/:/);
     await worker.stop("SIGKILL");
     worker = await startWorkerProcess(env);
