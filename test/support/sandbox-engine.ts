@@ -290,3 +290,41 @@ export async function pushAs(docker: Docker, image: string, reference: string): 
   const authconfig = { username: "", password: "", serveraddress: reference.split("/")[0]! };
   await followProgress(docker, await docker.getImage(reference).push({ authconfig }), () => {});
 }
+
+/**
+ * A second loopback registry over the same storage that wants a login (htpasswd, bcrypt): what
+ * `sandboxes.registry_auth` is for. Returns its `127.0.0.1:<port>` and how to stop it.
+ */
+export async function startAuthRegistry(
+  root: string,
+  user: { username: string; password: string },
+): Promise<{ host: string; stop(): Promise<void> }> {
+  const dir = await mkdtemp("/tmp/svc-reg-");
+  const port = await freePort();
+  // bcrypt is the only hash the registry's htpasswd accepts; Debian's python3 makes one without extra packages
+  const hash = (
+    await run("python3", [
+      "-c",
+      "import crypt, sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))",
+      user.password,
+    ])
+  ).stdout.trim();
+  await writeFile(join(dir, "htpasswd"), `${user.username}:${hash}\n`);
+  await writeFile(
+    join(dir, "registry.yml"),
+    `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${root}\nauth:\n  htpasswd:\n    realm: svc-test\n    path: ${join(dir, "htpasswd")}\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+  );
+  const registry = spawn("docker-registry", ["serve", join(dir, "registry.yml")], { stdio: "ignore" });
+  await until(
+    () => fetch(`http://127.0.0.1:${port}/v2/`).then((response) => response.status === 401),
+    "the registry with a login to answer",
+  );
+  return {
+    host: `127.0.0.1:${port}`,
+    stop: async () => {
+      registry.kill("SIGTERM");
+      await exitOf(registry);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { putSecret } from "../../../db/secrets.ts";
+import { createInstanceKey, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import {
@@ -14,6 +16,7 @@ import {
   imageCacheDir,
   projectImagesKey,
   pushAs,
+  startAuthRegistry,
   startTestEngine,
   type TestEngine,
 } from "../../support/sandbox-engine.ts";
@@ -298,6 +301,45 @@ worker:
         source: `pulled on first use from ${engine.registryHost}/svc/agent:gpu`,
       },
     ]);
+  }, 300_000);
+
+  it("svc image pull logs in to a registry that wants it, with the password stored as registry/password", async () => {
+    const login = { username: "svc", password: "registry-password-0123" };
+    const secured = await startAuthRegistry(engine.registryRoot, login);
+    try {
+      const daemonYaml = await readFile(join(dir, "daemon.yaml"), "utf8");
+      const config = async (auth: string) => {
+        const other = await writeConfigDir({
+          "daemon.yaml": daemonYaml.replace(
+            `  registry: ${engine.registryHost}/svc\n`,
+            `  registry: ${secured.host}/svc\n${auth}`,
+          ),
+          "agents/helper/PERSONA.md": "---\nname: helper\ndescription: Helps.\n---\nYou help.\n",
+        });
+        return other;
+      };
+      const anonymous = await config("");
+      const refused = await svc(["image", "pull", "--dir", anonymous]).catch((error) => error);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toBe(
+        `svc image pull: pulling from ${secured.host}/svc failed: Head "http://${secured.host}/v2/svc/agent/manifests/default": no basic auth credentials - the registry wants a login: set "sandboxes.registry_auth: { username, secret_ref: registry/password }"\n`,
+      );
+      const withLogin = await config("  registry_auth: { username: svc, secret_ref: registry/password }\n");
+      await createInstanceKey(join(withLogin, "instance.key"));
+      await putSecret(
+        pool,
+        await readInstanceKey(join(withLogin, "instance.key")),
+        "registry/password",
+        login.password,
+      );
+      const { stdout } = await svc(["image", "pull", "--dir", withLogin]);
+      expect(stdout).toContain(`pulled agent:default and studio:default from ${secured.host}/svc`);
+      expect(stdout).not.toContain(login.password);
+      await rm(anonymous, { recursive: true, force: true });
+      await rm(withLogin, { recursive: true, force: true });
+    } finally {
+      await secured.stop();
+    }
   }, 300_000);
 
   it("a variant is made on first use on the host that runs it, with the progress in the run's log", async () => {
