@@ -1,14 +1,13 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
+import { createReadStream } from "node:fs";
 import { access, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
-import { pipeline } from "node:stream/promises";
 import { promisify } from "node:util";
 import type Docker from "dockerode";
 import { followProgress, openEngine } from "../../shared/sandbox/engine.ts";
 import { buildImage } from "../../shared/sandbox/images.ts";
+import { freePort } from "./free-port.ts";
 
 const run = promisify(execFile);
 const REPO = join(import.meta.dirname, "..", "..");
@@ -74,14 +73,6 @@ export async function ensureEnginePackages(): Promise<void> {
     const { stderr, message } = error as { stderr?: string; message: string };
     throw new Error(`apt-get install ${missing.join(" ")} failed: ${stderr?.trim() || message}`);
   }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 function exitOf(child: ChildProcess): Promise<void> {
@@ -252,27 +243,10 @@ async function baseRootfs(): Promise<string> {
   return tarball;
 }
 
-/** Loads `tag` from the cache file `name`, or builds it with `make` and saves it there. */
-async function cachedImage(
-  docker: Docker,
-  tag: string,
-  name: string,
-  make: () => Promise<void>,
-): Promise<void> {
-  const file = join(imageCacheDir(), name);
-  if (await exists(file)) {
-    await followProgress(docker, await docker.loadImage(file), () => {});
-    return;
-  }
-  await make();
-  const partial = `${file}.partial-${process.pid}`;
-  await pipeline(await docker.getImage(tag).get(), createWriteStream(partial));
-  await rename(partial, file);
-}
-
 /**
  * The project's agent and studio images, built from deploy/images on the mmdebstrap base (the
- * builds reach the apt mirror and npm through the host's network; the runs never do).
+ * builds reach the apt mirror and npm through the host's network; the runs never do). Not cached
+ * themselves: the registry they are pushed to is (see projectImagesKey).
  */
 export async function buildProjectImages(docker: Docker, log: (line: string) => void): Promise<void> {
   const rootfs = await baseRootfs();
@@ -282,24 +256,16 @@ export async function buildProjectImages(docker: Docker, log: (line: string) => 
     await docker.importImage(createReadStream(rootfs), { repo: "svc-test-base", tag: "bookworm" }),
     log,
   );
-  const agentDir = join(REPO, "deploy", "images", "agent");
-  const studioDir = join(REPO, "deploy", "images", "studio");
-  const agentKey = await hashOf([
-    rootfs,
-    await readFile(join(agentDir, "Dockerfile")),
-    await readFile(join(agentDir, "versions.json")),
-  ]);
-  const studioKey = await hashOf([agentKey, await readFile(join(studioDir, "Dockerfile"))]);
+  const images = join(REPO, "deploy", "images");
   const build = { networkmode: "host" };
-  await cachedImage(docker, "agent:default", `agent-${agentKey}.tar`, () =>
-    buildImage(docker, agentDir, "agent:default", log, { ...build, buildargs: { BASE_IMAGE: base } }),
-  );
-  await cachedImage(docker, "studio:default", `studio-${studioKey}.tar`, () =>
-    buildImage(docker, studioDir, "studio:default", log, {
-      ...build,
-      buildargs: { BASE_IMAGE: "agent:default" },
-    }),
-  );
+  await buildImage(docker, join(images, "agent"), "agent:default", log, {
+    ...build,
+    buildargs: { BASE_IMAGE: base },
+  });
+  await buildImage(docker, join(images, "studio"), "studio:default", log, {
+    ...build,
+    buildargs: { BASE_IMAGE: "agent:default" },
+  });
 }
 
 /**
@@ -323,4 +289,42 @@ export async function pushAs(docker: Docker, image: string, reference: string): 
   // the engine wants an X-Registry-Auth header on every push, even to a registry without auth
   const authconfig = { username: "", password: "", serveraddress: reference.split("/")[0]! };
   await followProgress(docker, await docker.getImage(reference).push({ authconfig }), () => {});
+}
+
+/**
+ * A second loopback registry over the same storage that wants a login (htpasswd, bcrypt): what
+ * `sandboxes.registry_auth` is for. Returns its `127.0.0.1:<port>` and how to stop it.
+ */
+export async function startAuthRegistry(
+  root: string,
+  user: { username: string; password: string },
+): Promise<{ host: string; stop(): Promise<void> }> {
+  const dir = await mkdtemp("/tmp/svc-reg-");
+  const port = await freePort();
+  // bcrypt is the only hash the registry's htpasswd accepts; Debian's python3 makes one without extra packages
+  const hash = (
+    await run("python3", [
+      "-c",
+      "import crypt, sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))",
+      user.password,
+    ])
+  ).stdout.trim();
+  await writeFile(join(dir, "htpasswd"), `${user.username}:${hash}\n`);
+  await writeFile(
+    join(dir, "registry.yml"),
+    `version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: ${root}\nauth:\n  htpasswd:\n    realm: svc-test\n    path: ${join(dir, "htpasswd")}\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+  );
+  const registry = spawn("docker-registry", ["serve", join(dir, "registry.yml")], { stdio: "ignore" });
+  await until(
+    () => fetch(`http://127.0.0.1:${port}/v2/`).then((response) => response.status === 401),
+    "the registry with a login to answer",
+  );
+  return {
+    host: `127.0.0.1:${port}`,
+    stop: async () => {
+      registry.kill("SIGTERM");
+      await exitOf(registry);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }

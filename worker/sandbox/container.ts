@@ -50,6 +50,8 @@ export class RunSandbox {
   #starting: Promise<Docker.Container | undefined> | undefined;
   #removed = false;
   #removal: Promise<void> | undefined;
+  /** the log the container's start was written to */
+  #startLog: string | undefined;
   #uid: { uid: number; gid: number } | undefined;
   /** why the container could not be started: the run's diagnostic */
   failure: Diagnostic | undefined;
@@ -67,7 +69,7 @@ export class RunSandbox {
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
     let stop = false;
     const exited = (async () => {
-      const container = await this.#start(spec.logFile);
+      const container = await this.#start(spec.logFile, spec.truncate === true);
       if (!container || stop) {
         const why = this.failure?.message ?? "the run's sandbox container was removed";
         return { exitCode: null, signal: null, stdout: "", spawnError: why };
@@ -76,6 +78,8 @@ export class RunSandbox {
       await this.#giveToUser(this.#request.paths.runDir);
       return execInContainer(this.#request.docker, container, {
         ...spec,
+        // the container's start is logged at the top of the first process's log: kept, not truncated
+        truncate: spec.truncate === true && spec.logFile !== this.#startLog,
         argv: spec.argv.map((arg) => inContainer(arg, this.#map)),
         cwd: inContainer(spec.cwd, this.#map),
         env: containerEnvironment(spec.env, this.#map),
@@ -92,7 +96,9 @@ export class RunSandbox {
   close(): Promise<void> {
     this.#removed = true;
     this.#removal ??= (async () => {
-      const container = this.#container ?? (await this.#starting?.catch(() => undefined));
+      // a container still being created is removed once it exists
+      await this.#starting;
+      const container = this.#container;
       if (!container) return;
       await container.remove({ force: true, v: true }).catch((error) => {
         // already gone; anything else is left to the sweeper, which finds the container by label
@@ -102,15 +108,26 @@ export class RunSandbox {
     return this.#removal;
   }
 
-  #start(logFile: string): Promise<Docker.Container | undefined> {
+  #start(logFile: string, truncate: boolean): Promise<Docker.Container | undefined> {
     if (this.#removed) return Promise.resolve(undefined);
-    this.#starting ??= this.#create((line) => appendFile(logFile, `# sandbox: ${line}\n`)).then(
-      (container) => {
-        this.#container = container;
-        if (this.#removed && container) void container.remove({ force: true }).catch(() => {});
-        return this.#removed ? undefined : container;
-      },
-    );
+    if (this.#starting) return this.#starting;
+    this.#startLog = logFile;
+    // one line after another, progress lines included, and all of them before the step's own output;
+    // the first one starts a log the process would have started empty
+    let written = Promise.resolve();
+    let flag = truncate ? "w" : "a";
+    const log = (line: string) => {
+      const text = `# sandbox: ${line}\n`;
+      const mode = flag;
+      flag = "a";
+      // a log line that cannot be written is lost; the run goes on
+      written = written.then(() => appendFile(logFile, text, { flag: mode })).catch(() => {});
+      return written;
+    };
+    this.#starting = this.#create(log).then((container) => {
+      this.#container = container;
+      return this.#removed ? undefined : container;
+    });
     return this.#starting;
   }
 

@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import type { SandboxSettings } from "../../shared/config/types.ts";
 import { engineLabel, openEngine } from "../../shared/sandbox/engine.ts";
 import { sandboxSettings } from "../../shared/sandbox/settings.ts";
 import type { ExecuteDeps } from "../execute-invocation.ts";
@@ -8,7 +9,7 @@ import { RunSandbox } from "./container.ts";
 /** One engine client per engine address for the worker's life: dockerode keeps no connection open between calls. */
 const engines = new Map<string, Docker>();
 
-export function engineFor(settings: ReturnType<typeof sandboxSettings>): Docker {
+export function engineFor(settings: SandboxSettings): Docker {
   const key = engineLabel(settings.engine);
   let docker = engines.get(key);
   if (!docker) {

@@ -1,5 +1,6 @@
 import { Command } from "@oclif/core";
 import { DEFAULT_IMAGES } from "../../../shared/config/sandboxes.ts";
+import { isEngineUnreachable } from "../../../shared/sandbox/engine.ts";
 import { pullDefaultImages } from "../../../shared/sandbox/images.ts";
 import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 import { imageConfig, registryCredentials, withEngine } from "../../image/config.ts";
@@ -35,7 +36,18 @@ export default class ImagePull extends Command {
     const registry = settings.registry;
     const auth = await registryCredentials(settings, dir, env);
     const pulled = await withEngine(this, settings, () =>
-      pullDefaultImages(docker, registry, (line) => this.log(line), auth),
+      pullDefaultImages(docker, registry, (line) => this.log(line), auth).catch((error: Error) => {
+        if (isEngineUnreachable(error)) throw error;
+        // the engine's own words (a missing tag, a refused login), without its HTTP wrapping
+        const why = error.message.replace(/^\(HTTP code \d+\) [\w ]+ - /, "").trim();
+        const fix = /auth|unauthorized|denied/i.test(why)
+          ? auth
+            ? ' - check the username in "sandboxes.registry_auth" and the stored password'
+            : ' - the registry wants a login: set "sandboxes.registry_auth: { username, secret_ref: registry/password }"'
+          : ` - check that ${registry} holds ${DEFAULT_IMAGES.join(" and ")}`;
+        process.stderr.write(`svc image pull: pulling from ${registry} failed: ${why}${fix}\n`);
+        return this.exit(1);
+      }),
     );
     this.log(`pulled ${pulled.join(" and ")} from ${registry}`);
   }

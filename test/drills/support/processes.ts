@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream, mkdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../../support/free-port.ts";
 
 export const ROOT = join(import.meta.dirname, "../../..");
 const NODE = join(ROOT, "node_modules/.bin/node");
@@ -164,15 +164,6 @@ export function spawnSvc(
       }
     },
   };
-}
-
-/** A port that was free a moment ago (the configuration loader refuses SVC_PORT=0). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export interface IngressProcess extends SvcProcess {

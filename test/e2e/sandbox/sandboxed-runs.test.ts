@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { putSecret } from "../../../db/secrets.ts";
+import { createInstanceKey, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import {
@@ -14,6 +16,7 @@ import {
   imageCacheDir,
   projectImagesKey,
   pushAs,
+  startAuthRegistry,
   startTestEngine,
   type TestEngine,
 } from "../../support/sandbox-engine.ts";
@@ -93,6 +96,20 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
     return lineage(pool, id);
   };
 
+  // the hold pipeline's step is holding once it marked RUN_DIR: a retry then passes straight through
+  const heldRun = (trigger: string) =>
+    waitFor(async () => {
+      const { workloads, invocations } = await lineage(pool, trigger);
+      const invocation = invocations[0]?.id as string | undefined;
+      if (!invocation) return undefined;
+      const marked = await access(join(dir, "workspaces", workloads[0].id, invocation, "run", "held")).then(
+        () => true,
+        () => false, // not yet
+      );
+      const containers = marked ? await containersOf(invocation) : [];
+      return containers[0]?.State === "running" ? { invocation, container: containers[0] } : undefined;
+    }, "the held run's step in its container");
+
   beforeAll(async () => {
     await ensureEnginePackages();
     const started = Date.now();
@@ -127,7 +144,7 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
     database = await createTestDatabase(inject("adminDatabaseUrl"));
     const pipeline = (name: string, target: string, extra: string) =>
       `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [${name}-hook]\ntargets: [${target}]\ninstructions: run\nretain_checkout: true\n${extra}`;
-    const hooks = ["claude", "boxed", "tool", "slow", "hold", "plain", "bench-box", "bench-host"];
+    const hooks = ["variant", "claude", "boxed", "tool", "slow", "hold", "plain", "bench-box", "bench-host"];
     dir = await writeConfigDir({
       "daemon.yaml": `webhooks:
   sources:
@@ -168,6 +185,8 @@ sandboxes:
   engine: { socket: ${engine.socket} }
   registry: ${registry}
   limits: { memory: 512m, cpus: 1, pids: 256 }
+  images:
+    gpu: { pull: ${registry}/agent:gpu }
 worker:
   concurrency: 2
   grace_period: 2s
@@ -177,6 +196,11 @@ worker:
         "boxed",
         "facts",
         `env:\n  HOST_SECRET: /placeholder\n  PROBE_URL: http://127.0.0.1:9/\nsandbox:\n  image: agent:default\nsetup:\n  - run: ${JSON.stringify(`(${FACTS_STEP}) > "$SURFACE_DIR/facts.txt"`)}\n`,
+      ),
+      "pipelines/variant.yaml": pipeline(
+        "variant",
+        "echo",
+        "sandbox:\n  image: agent:gpu\nsetup:\n  - run: 'true'\n",
       ),
       "pipelines/tool.yaml": pipeline("tool", "tool", "tools: [probe]\nsandbox:\n  network: host\n"),
       "pipelines/slow.yaml": pipeline("slow", "slow", "sandbox: {}\n"),
@@ -270,8 +294,67 @@ worker:
         source: `svc image pull (${engine.registryHost}/svc/agent:default)`,
       }),
       expect.objectContaining({ image: "studio:default", present: true, pipelines: [] }),
+      {
+        image: "agent:gpu",
+        present: false,
+        pipelines: ["variant"],
+        source: `pulled on first use from ${engine.registryHost}/svc/agent:gpu`,
+      },
     ]);
   }, 300_000);
+
+  it("svc image pull logs in to a registry that wants it, with the password stored as registry/password", async () => {
+    const login = { username: "svc", password: "registry-password-0123" };
+    const secured = await startAuthRegistry(engine.registryRoot, login);
+    try {
+      const daemonYaml = await readFile(join(dir, "daemon.yaml"), "utf8");
+      const config = async (auth: string) => {
+        const other = await writeConfigDir({
+          "daemon.yaml": daemonYaml.replace(
+            `  registry: ${engine.registryHost}/svc\n`,
+            `  registry: ${secured.host}/svc\n${auth}`,
+          ),
+          "agents/helper/PERSONA.md": "---\nname: helper\ndescription: Helps.\n---\nYou help.\n",
+        });
+        return other;
+      };
+      const anonymous = await config("");
+      const refused = await svc(["image", "pull", "--dir", anonymous]).catch((error) => error);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toBe(
+        `svc image pull: pulling from ${secured.host}/svc failed: Head "http://${secured.host}/v2/svc/agent/manifests/default": no basic auth credentials - the registry wants a login: set "sandboxes.registry_auth: { username, secret_ref: registry/password }"\n`,
+      );
+      const withLogin = await config("  registry_auth: { username: svc, secret_ref: registry/password }\n");
+      await createInstanceKey(join(withLogin, "instance.key"));
+      await putSecret(
+        pool,
+        await readInstanceKey(join(withLogin, "instance.key")),
+        "registry/password",
+        login.password,
+      );
+      const { stdout } = await svc(["image", "pull", "--dir", withLogin]);
+      expect(stdout).toContain(`pulled agent:default and studio:default from ${secured.host}/svc`);
+      expect(stdout).not.toContain(login.password);
+      await rm(anonymous, { recursive: true, force: true });
+      await rm(withLogin, { recursive: true, force: true });
+    } finally {
+      await secured.stop();
+    }
+  }, 300_000);
+
+  it("a variant is made on first use on the host that runs it, with the progress in the run's log", async () => {
+    const { workloads, invocations } = await fireAndWait("variant-hook");
+    expect(invocations[0].diagnostic).toBeNull();
+    const tags = (await engine.docker.listImages()).flatMap((image) => image.RepoTags ?? []);
+    expect(tags).toContain("agent:gpu");
+    const log = await readFile(
+      join(dir, "workspaces", workloads[0].id, invocations[0].id, "logs", "setup-0.log"),
+      "utf8",
+    );
+    expect(log).toContain(`# sandbox: pulling ${engine.registryHost}/svc/agent:gpu for agent:gpu\n`);
+    expect(log).toContain("# sandbox: agent:gpu is ready\n");
+    expect(log).toMatch(/^# sandbox: started agent:gpu as container [0-9a-f]{12} on unix:\/\//m);
+  }, 120_000);
 
   it("setup step and agent run in the container: its own hostname, the worktree mounted, no host file, non-root, read-only root, no network", async () => {
     const { workloads, invocations } = await fireAndWait("boxed-hook");
@@ -335,20 +418,21 @@ worker:
     expect(await containersOf(invocations[0].id)).toEqual([]);
   }, 120_000);
 
+  it("a cancellation stops the run and removes its container", async () => {
+    const id = await postWebhook(url, "hold-hook", HOOK, {});
+    const held = await heldRun(id);
+    const response = await fetch(`${url}/invocations/${held.invocation}/cancel`, { method: "POST" });
+    expect(response.status).toBe(200);
+    await waitFor(
+      async () => (await containersOf(held.invocation)).length === 0,
+      "the cancelled run's container to be removed",
+    );
+    expect((await lineage(pool, id)).invocations[0].status).toBe("cancelled");
+  }, 120_000);
+
   it("a killed worker's container is swept by another worker, found by its label", async () => {
     const id = await postWebhook(url, "hold-hook", HOOK, {});
-    // the step is holding once it marked RUN_DIR: a retry then passes straight through
-    const held = await waitFor(async () => {
-      const { workloads, invocations } = await lineage(pool, id);
-      const invocation = invocations[0]?.id as string | undefined;
-      if (!invocation) return undefined;
-      const marked = await access(join(dir, "workspaces", workloads[0].id, invocation, "run", "held")).then(
-        () => true,
-        () => false, // not yet
-      );
-      const containers = marked ? await containersOf(invocation) : [];
-      return containers[0]?.State === "running" ? { invocation, container: containers[0] } : undefined;
-    }, "the held run's step in its container");
+    const held = await heldRun(id);
     expect(held.container.Labels["svc.worker"]).toMatch(/:/);
     await worker.stop("SIGKILL");
     worker = await startWorkerProcess(env);

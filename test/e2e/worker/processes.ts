@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmod, mkdir, mkdtemp, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "../../support/free-port.ts";
 import { postSignedPullRequest } from "../outputs/pull-request.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "bin", "svc.js");
@@ -97,15 +97,6 @@ export function startRole(role: "ingress" | "worker", env: Record<string, string
       return exited;
     },
   };
-}
-
-/** A port that was free a moment ago (the loader does not accept SVC_PORT=0 yet). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export async function startIngress(env: Record<string, string>): Promise<{ role: RoleProcess; url: string }> {
