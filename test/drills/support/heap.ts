@@ -39,6 +39,9 @@ export interface MemoryReport {
   malloced: number;
   /** RSS that neither V8's committed heap nor external buffers account for: native allocations, code, stacks */
   outsideV8: number;
+  /** /proc/<pid>/status: anonymous memory (heaps, malloc) and file-backed pages (the node binary, libraries) */
+  rssAnon: number;
+  rssFile: number;
   handles: Record<string, number>;
 }
 
@@ -63,6 +66,8 @@ export async function takeMemoryReport(pid: number, dir: string, boundMs = 60_00
     }
     const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
     const heap = report.javascriptHeap;
+    const status = await readFile(`/proc/${pid}/status`, "utf8");
+    const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
     const handles: Record<string, number> = {};
     for (const handle of report.libuv) handles[handle.type] = (handles[handle.type] ?? 0) + 1;
     return {
@@ -74,6 +79,8 @@ export async function takeMemoryReport(pid: number, dir: string, boundMs = 60_00
       outsideV8: mib(
         report.resourceUsage.rss - (heap.totalCommittedMemory ?? 0) - (heap.externalMemory ?? 0),
       ),
+      rssAnon: mib(kib("RssAnon") * 1024),
+      rssFile: mib(kib("RssFile") * 1024),
       handles,
     };
   }
