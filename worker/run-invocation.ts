@@ -11,6 +11,7 @@ import { artifactOf, fileArtifact, recordSurface } from "./artifacts.ts";
 import { type ResolvedEvent, resolveEvent } from "./dispatch.ts";
 import type { ExecuteDeps } from "./execute-invocation.ts";
 import { prepareRunKnowledge, type RunKnowledge } from "./knowledge-run.ts";
+import { ClaimLostError } from "./outputs/delivery.ts";
 import { runGate } from "./outputs/gate.ts";
 import { publishOutputs } from "./outputs/publish.ts";
 import { runProcessTree } from "./process-tree.ts";
@@ -118,13 +119,20 @@ async function runPhases(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
     if (invalid) return invalid;
     result = agent.result;
     // a checked result is published before the run is recorded as completed, exactly once per key
-    const unpublished = await publishOutputs(deps, {
-      invocationId: input.invocationId,
-      triggerId: input.workload.trigger_id,
-      pipeline: input.pipeline,
-      result,
-      event,
-    });
+    let unpublished: Awaited<ReturnType<typeof publishOutputs>>;
+    try {
+      unpublished = await publishOutputs(deps, {
+        invocationId: input.invocationId,
+        triggerId: input.workload.trigger_id,
+        pipeline: input.pipeline,
+        result,
+        event,
+        ...(input.stillHeld ? { stillHeld: input.stillHeld } : {}),
+      });
+    } catch (error) {
+      if (error instanceof ClaimLostError) return { kind: "lost" };
+      throw error;
+    }
     if (unpublished) {
       await recordSurface(run.records, input.invocationId, input.paths.surfaceDir);
       return { kind: "failed", diagnostic: { ...unpublished, target: agent.target } };

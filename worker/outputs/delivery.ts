@@ -15,7 +15,15 @@ export interface DeliveryWork {
   handler: string;
   find: () => Promise<Remote | undefined>;
   post: () => Promise<Remote>;
+  /** false once the run lost its claim (its lease failed): nothing may be posted any more */
+  stillHeld?: () => Promise<boolean>;
 }
+
+/**
+ * The run lost its claim while publishing (a partition outlived its lease, and another attempt
+ * holds the run now): that attempt publishes, this one posts nothing more.
+ */
+export class ClaimLostError extends Error {}
 
 export type DeliveryOutcome =
   | { status: "sent"; remote: Remote; reused: boolean }
@@ -57,6 +65,10 @@ export async function deliver(db: pg.Pool, logger: Logger, work: DeliveryWork): 
           return { status: "sent", remote: found, reused: true };
         }
       }
+      // checked before every post, retries included: a post retried across a partition would
+      // otherwise race the attempt that took the run over (the marker lookup cannot see a post
+      // that both make at once)
+      if (work.stillHeld && !(await work.stillHeld())) throw new ClaimLostError(invocationId);
       attempts = await countAttempt(db, invocationId, key);
       const remote = await work.post();
       await markSent(db, invocationId, key, remote);

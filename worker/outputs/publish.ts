@@ -30,6 +30,8 @@ export interface PublishInput {
   pipeline: Pipeline;
   result: unknown;
   event: ResolvedEvent;
+  /** the run still holds its claim (see delivery.ts, ClaimLostError) */
+  stillHeld?: () => Promise<boolean>;
 }
 
 /**
@@ -95,8 +97,12 @@ async function publishOne(
   binding: OutputBinding,
   value: unknown,
 ): Promise<DeliveryOutcome[]> {
-  const base = { invocationId: input.invocationId, handler: binding.handler };
-  const run = (work: Omit<DeliveryWork, "invocationId" | "handler">) =>
+  const base = {
+    invocationId: input.invocationId,
+    handler: binding.handler,
+    ...(input.stillHeld ? { stillHeld: input.stillHeld } : {}),
+  };
+  const run = (work: Omit<DeliveryWork, "invocationId" | "handler" | "stillHeld">) =>
     deliver(deps.pool, deps.logger, { ...base, ...work });
   if (binding.handler === "chat.message") {
     return [await run(await chatWork(deps, binding, stamp, key, value as ChatMessageResult))];

@@ -5,7 +5,7 @@ import { migrate } from "../../../db/migrate.ts";
 import { countAttempt, listDeliveries, openDelivery } from "../../../db/output-deliveries.ts";
 import { newId } from "../../../shared/ids.ts";
 import { CodehostPublisher, codehostClient } from "../../../worker/outputs/codehost.ts";
-import { deliver } from "../../../worker/outputs/delivery.ts";
+import { ClaimLostError, deliver } from "../../../worker/outputs/delivery.ts";
 import { stampBody } from "../../../worker/outputs/render.ts";
 import { type FakeGitHub, startFakeGitHub } from "../../e2e/outputs/fake-github.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
@@ -92,6 +92,25 @@ describe("delivering one output exactly once (real Postgres, fake GitHub on loop
     expect(await listDeliveries(pool, [inv])).toMatchObject([
       { status: "sent", attempts: 1, remote_id: stored.id, remote_url: stored.url },
     ]);
+  });
+
+  it("a run that loses its claim while a post is being retried posts nothing more", async () => {
+    const inv = await invocation();
+    // the first post fails (a partition, say); by the retry the run's lease has failed elsewhere
+    github.failOnce(`/issues/${REF.number}/comments`);
+    let held = true;
+    const before = posts();
+    const outcome = deliver(pool, logger, {
+      ...work(inv),
+      stillHeld: async () => {
+        const now = held;
+        held = false;
+        return now;
+      },
+    });
+    await expect(outcome).rejects.toBeInstanceOf(ClaimLostError);
+    expect(posts()).toBe(before + 1);
+    expect(github.comments.get(THREAD)?.filter((c) => c.body.includes(inv)) ?? []).toHaveLength(0);
   });
 
   it("a marker of another key or invocation is not adopted", async () => {
