@@ -76,17 +76,25 @@ function startRole(
   });
   return new Promise((resolve, reject) => {
     let buffer = "";
+    // the last error the role logged, so a role that refuses to start says why
+    let lastError = "";
     child.stdout!.on("data", (chunk: Buffer) => {
       buffer += chunk.toString();
       for (const text of buffer.split("\n").slice(0, -1)) {
         try {
           const line = JSON.parse(text);
           if (line.event === ready) resolve({ child, line });
-        } catch {}
+          if (line.level === "error") lastError = String(line.message ?? "");
+        } catch {
+          // not a log line (oclif's own error output): keep it as the reason
+          if (text.trim()) lastError = text.trim();
+        }
       }
       buffer = buffer.slice(buffer.lastIndexOf("\n") + 1);
     });
-    child.on("exit", (code) => reject(new Error(`${role} exited with ${code}`)));
+    child.on("exit", (code) =>
+      reject(new Error(`${role} exited with ${code}${lastError ? `: ${lastError}` : ""}`)),
+    );
   });
 }
 
@@ -229,6 +237,8 @@ async function main() {
     const worker = await startRole("worker", env, "worker.started");
     children.push(worker.child);
     const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+    // a benchmark that fails drops its database under this pool: the failure is what to report
+    pool.on("error", () => {});
 
     const waitDone = async (ids: string[]) => {
       for (;;) {
@@ -500,7 +510,13 @@ async function referenceEnv(
   const key = await readInstanceKey(join(dir, "instance.key"));
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
   try {
-    for (const name of ["webhook/github", "codehost/default", "codehost/principal/42", "metrics/token"])
+    for (const name of [
+      "webhook/github",
+      "codehost/default",
+      "codehost/principal/42",
+      "metrics/token",
+      "target/claude/anthropic",
+    ])
       await putSecret(pool, key, name, `bench-${name}`);
   } finally {
     await pool.end();
