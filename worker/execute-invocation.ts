@@ -23,8 +23,9 @@ import { recordRunEnd } from "./circuit-breaker.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import type { ResolvedEvent } from "./dispatch.ts";
+import { type HeldWatch, watchHeld } from "./held-watch.ts";
 import { laneFor } from "./lanes.ts";
-import { completeLease, instant, type Lease, NEVER, touchLease, within } from "./leases.ts";
+import { completeLease, type Lease, touchLease } from "./leases.ts";
 import { recordInvocationEnd } from "./metrics.ts";
 import type { ProcessSpec } from "./process-tree.ts";
 import { CANCELLED, type RunEnd, runInvocation } from "./run-invocation.ts";
@@ -137,86 +138,51 @@ function removedPipeline(name: string): string {
   return `pipeline ${name} is no longer configured on this worker; it was removed before the run started`;
 }
 
-interface RunWatch {
-  signal: AbortSignal;
-  cancelled(): boolean;
-  claimLost(): boolean;
-  /** a heartbeat now: false (and the run aborted) when the claim is lost */
-  stillHeld(): Promise<boolean>;
-  stop(): void;
-}
+type RunWatch = HeldWatch;
 
 /**
- * The run's abort signal and its heartbeat: the signal fires on shutdown, on a cancellation through
- * the API (heard on the cancel channel, or found by the heartbeat), and when the claim is lost. A
- * heartbeat renews the run's pg-boss lease (worker/leases.ts) and `heartbeat_at` on its row; a lease
- * that pg-boss failed, or a row that another worker took, means this worker was judged lost.
+ * The run's watch (held-watch.ts). A heartbeat renews the run's pg-boss lease (worker/leases.ts)
+ * and `heartbeat_at` on its row; a lease that pg-boss failed, or a row that another worker took,
+ * means this worker was judged lost.
  */
 function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal, lease?: Lease): RunWatch {
   const { pool, logger, workerId } = deps;
-  const controller = new AbortController();
-  let claimLost = false;
-  let cancelled = false;
-  const cancel = () => {
-    if (cancelled) return;
-    cancelled = true;
-    logger.info("invocation cancelled: stopping it", {
-      event: "invocation.cancelling",
-      invocation: invocationId,
-    });
-    controller.abort();
-  };
-  deps.runs?.set(invocationId, { cancel });
-  const onShutdown = () => controller.abort();
-  shutdown.addEventListener("abort", onShutdown, { once: true });
-  if (shutdown.aborted) controller.abort();
-  // Within this the claim is certainly held: pg-boss fails a lease no sooner than its
-  // heartbeatSeconds after its last renewal, and the stale-heartbeat backstop takes a row no sooner
-  // than staleAfterMs after its last heartbeat; both were stamped after the instant counted from.
-  const heldForMs = lease ? Math.min(lease.seconds * 1000, deps.staleAfterMs) - HELD_MARGIN_MS : 0;
-  let renewed = lease?.takenAt ?? NEVER;
-  const beat = async (): Promise<boolean> => {
-    const startedAt = instant();
-    const [row, leased] = await Promise.all([
-      heartbeatInvocation(deps.records ?? pool, invocationId, workerId),
-      lease ? touchLease(deps.boss, lease) : true,
-    ]);
-    if (row && leased && !claimLost && !cancelled) renewed = startedAt;
-    if ((row && leased) || claimLost || cancelled) return !claimLost && !cancelled;
-    // the row left `running` under us (cancelled through the API, or taken over by another worker),
-    // or pg-boss failed the lease because this worker missed its heartbeats
-    if ((await getInvocationStatus(pool, invocationId)) === "cancelled") {
-      cancel();
-      return false;
-    }
-    claimLost = true;
-    logger.warn("invocation claim lost", {
-      event: "invocation.claim_lost",
-      invocation: invocationId,
-      reason: leased ? "taken over" : "lease failed",
-    });
-    controller.abort();
-    return false;
-  };
-  const heartbeat = setInterval(() => {
-    beat().catch(() => {}); // a failed heartbeat is retried on the next tick; loss is judged by pg-boss
-  }, deps.heartbeatMs);
-  heartbeat.unref();
-  return {
-    signal: controller.signal,
-    cancelled: () => cancelled,
-    claimLost: () => claimLost,
-    // before a result is recorded: a claim renewed recently enough needs no round trip
-    stillHeld: async () => {
-      if (claimLost || cancelled) return false;
-      return within(renewed, heldForMs) || beat();
+  let leaseFailed = false;
+  return watchHeld({
+    shutdown,
+    heartbeatMs: deps.heartbeatMs,
+    // Within this the claim is certainly held: pg-boss fails a lease no sooner than its
+    // heartbeatSeconds after its last renewal, and the stale-heartbeat backstop takes a row no
+    // sooner than staleAfterMs after its last heartbeat; both were stamped after the instant counted from.
+    ...(lease
+      ? {
+          heldForMs: Math.min(lease.seconds * 1000, deps.staleAfterMs) - HELD_MARGIN_MS,
+          renewedAt: lease.takenAt,
+        }
+      : {}),
+    heartbeat: async () => {
+      const [row, leased] = await Promise.all([
+        heartbeatInvocation(deps.records ?? pool, invocationId, workerId),
+        lease ? touchLease(deps.boss, lease) : true,
+      ]);
+      leaseFailed = !leased;
+      return row && leased;
     },
-    stop: () => {
-      clearInterval(heartbeat);
-      shutdown.removeEventListener("abort", onShutdown);
-      deps.runs?.delete(invocationId);
-    },
-  };
+    isCancelled: async () => (await getInvocationStatus(pool, invocationId)) === "cancelled",
+    register: (cancel) => deps.runs?.set(invocationId, { cancel }),
+    unregister: () => deps.runs?.delete(invocationId),
+    onCancel: () =>
+      logger.info("invocation cancelled: stopping it", {
+        event: "invocation.cancelling",
+        invocation: invocationId,
+      }),
+    onClaimLost: () =>
+      logger.warn("invocation claim lost", {
+        event: "invocation.claim_lost",
+        invocation: invocationId,
+        reason: leaseFailed ? "lease failed" : "taken over",
+      }),
+  });
 }
 
 interface Ended {
