@@ -82,11 +82,12 @@ export class Knowledge {
     config: KnowledgeConfig,
     logger: Logger,
     documents: SourceDocument[],
+    qmd: QmdTool,
     toolVersion: string | undefined,
   ) {
     this.#config = config;
     this.#logger = logger;
-    this.#qmd = resolveQmd(config.knowledge.retrieval.bin);
+    this.#qmd = qmd;
     this.#dataDir = knowledgeDataDir(config.dir);
     this.#documents = documents;
     this.toolVersion = toolVersion;
@@ -98,10 +99,11 @@ export class Knowledge {
     options: { force?: boolean; progress?: (line: string) => void } = {},
   ): Promise<Knowledge> {
     const documents = await discoverSources(config.dir);
-    if (documents.length === 0) return new Knowledge(config, logger, documents, undefined);
     const bin = config.knowledge.retrieval.bin;
-    const version = await checkQmdVersion(resolveQmd(bin), bin);
-    const knowledge = new Knowledge(config, logger, documents, version);
+    const qmd = resolveQmd(bin);
+    if (documents.length === 0) return new Knowledge(config, logger, documents, qmd, undefined);
+    const version = await checkQmdVersion(qmd, bin);
+    const knowledge = new Knowledge(config, logger, documents, qmd, version);
     const built = await ensureIndex({
       config,
       logger,
