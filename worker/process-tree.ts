@@ -5,6 +5,13 @@ export interface ProcessSpec extends ChildSpec {
   signal?: AbortSignal;
   /** starts the child from the worker's spawner process (see spawner.ts) instead of this one */
   spawner?: { readonly alive: boolean; run(spec: ProcessSpec): Promise<ProcessOutcome> };
+  /**
+   * Called once the child's process exists (or at once, by a starter that cannot tell), so what
+   * the caller does beside the child waits until the child has its CPU for the start: on a small
+   * machine a start shares the cores with whatever runs while it forks. Not called when the
+   * child could not be started at all.
+   */
+  onStarted?: () => void;
 }
 
 export interface ProcessOutcome extends ChildExit {
@@ -20,6 +27,7 @@ export function runProcessTree(spec: ProcessSpec): Promise<ProcessOutcome> {
   // a spawner that died (it should not) leaves the worker spawning its children itself
   if (spec.spawner?.alive) return spec.spawner.run(spec);
   const { pid, exited } = startChild(spec);
+  if (pid !== undefined) spec.onStarted?.();
   return superviseChild(spec, exited, () => {
     if (pid !== undefined) killGroup(pid);
   }).outcome;

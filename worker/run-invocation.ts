@@ -86,16 +86,20 @@ async function runPhases(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
   if (gate === "own_event") return { kind: "completed", result: null };
   const unprepared = await prepareRunWorkspace(deps, input, event);
   if (unprepared) return unprepared;
-  // retrieval (with a query rewrite, a model call) runs beside the setup steps, not before them;
-  // only the agent needs what it delivers
-  const knowledge = prepareRunKnowledge(deps, {
-    invocationId: input.invocationId,
-    pipeline: input.pipeline,
-    event,
-    runDir: input.paths.runDir,
-  });
-  // settled below in every case; this only keeps a rejection during the setup steps from being unhandled
-  knowledge.catch(() => {});
+  // retrieval (with a query rewrite, a model call) runs beside the setup steps, not before them,
+  // from the moment the first step's process exists; only the agent needs what it delivers
+  let knowledge: Promise<RunKnowledge> | undefined;
+  const retrieve = () => {
+    knowledge ??= prepareRunKnowledge(deps, {
+      invocationId: input.invocationId,
+      pipeline: input.pipeline,
+      event,
+      runDir: input.paths.runDir,
+    });
+    // settled below in every case; this only keeps a rejection during the setup steps from being unhandled
+    knowledge.catch(() => {});
+    return knowledge;
+  };
   const run: RunState = {
     deps,
     input,
@@ -105,9 +109,9 @@ async function runPhases(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
     knowledge: { passages: [] },
     seq: 0,
   };
-  const setupEnd = await runSetupSteps(run).finally(() => knowledge.catch(() => {}));
+  const setupEnd = await runSetupSteps(run, retrieve).finally(() => retrieve().catch(() => {}));
   if (setupEnd) return setupEnd;
-  run.knowledge = await knowledge;
+  run.knowledge = await retrieve();
   let result: unknown = null;
   if (input.pipeline.targets.length > 0) {
     const agent = await runAgentOnTargets(run);
@@ -188,25 +192,38 @@ function stepLabel(run: string): string {
   return line.length > 80 ? `${line.slice(0, 77)}...` : line;
 }
 
-/** Each setup step as `sh -c <run>` in the worktree, with the run's environment; the first failure ends the run. */
-async function runSetupSteps(run: RunState): Promise<RunEnd | undefined> {
+/**
+ * Each setup step as `sh -c <run>` in the worktree, with the run's environment; the first failure
+ * ends the run. `onStarted` is called when a step's process exists.
+ */
+async function runSetupSteps(run: RunState, onStarted: () => void): Promise<RunEnd | undefined> {
   const { deps, input, env, records } = run;
   const { invocationId, paths, signal } = input;
   for (const [index, step] of input.pipeline.setup.entries()) {
     const taskId = newId("task");
     const logFile = join(paths.logsDir, `setup-${index}.log`);
+    const name = `setup[${index}]: ${stepLabel(step.run)}`;
+    const row = { id: taskId, invocationId, kind: "setup", name, seq: run.seq++ } as const;
+    // the task row is written once the step's process exists: the step waits neither for the
+    // database nor for the CPU the write costs (a step that could not start gets its row after)
+    let started: Promise<void> | undefined;
+    const writeRow = () => {
+      started ??= startTask(records, row);
+      started.catch(() => {}); // awaited below; this only keeps an early rejection from being unhandled
+      return started;
+    };
     const running = runProcessTree({
       ...{ cwd: paths.checkout, env, logFile, signal },
       argv: setupStepArgv(step.run),
       truncate: true,
       spawner: deps.spawner,
+      onStarted: () => {
+        writeRow();
+        onStarted();
+      },
     });
-    // the task row is written while the step runs: the step does not wait for the database
-    const name = `setup[${index}]: ${stepLabel(step.run)}`;
-    const started = startTask(records, { id: taskId, invocationId, kind: "setup", name, seq: run.seq++ });
-    started.catch(() => {}); // awaited below; this only keeps an early rejection from being unhandled
     const outcome = await running;
-    await started;
+    await writeRow();
     const log = await fileArtifact({
       ...{ invocationId, taskId, path: logFile },
       name: `setup-${index}.log`,

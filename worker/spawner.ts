@@ -116,6 +116,7 @@ export class Spawner {
         onStarted: (startedPid) => {
           pid = startedPid;
           if (stopping()) kill();
+          spec.onStarted?.();
         },
         onExit: ({ type: _type, id: _id, ...exit }) => resolve(exit),
       });

@@ -67,6 +67,8 @@ export class RunSandbox {
   }
 
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
+    // the container's start is part of the step: what waits for the step's start goes ahead now
+    spec.onStarted?.();
     let stop = false;
     const exited = (async () => {
       const container = await this.#start(spec.logFile, spec.truncate === true);
