@@ -435,6 +435,11 @@ async function main() {
     console.log(
       `  of which the step's process start alone (spawn from a small Node process -> step running): p50 ${fmt(stepStart.p50)}  p99 ${fmt(stepStart.p99)}`,
     );
+    // what svc adds on this machine: the figure less what the queue and the step's process cost by themselves
+    const floors = baseP50 + stepStart.p50;
+    console.log(
+      `  svc's own share at p50: ${fmt(p50 - floors)} (the p50 less pg-boss's send -> handler and the step's process start, ${fmt(floors)} together here)`,
+    );
     console.log(
       `target p50 <= 20 ms: ${p50 <= 20 ? "met" : "MISSED"}; p99 <= 50 ms: ${p99 <= 50 ? "met" : "MISSED"}`,
     );
