@@ -96,6 +96,24 @@ describe("knowledge: the local engine with real qmd over the fixture corpus", { 
     expect(await running.read("knowledge/gliders.md")).toContain("thermals");
   });
 
+  it("passages come from the index a role reads: an edited document's new text after a reindex, not before", async () => {
+    const dir = await corpusDir();
+    const { logger } = captureLogger();
+    const doc = join(dir, "knowledge", "gliders.md");
+    await writeFile(doc, "# Gliders\nGliders need thermals to climb.\n");
+    const running = await Knowledge.open(knowledgeConfig(dir), logger);
+    const before = await running.search("thermals", { method: "bm25" });
+    expect(before.passages[0]?.text).toContain("thermals to climb");
+    await writeFile(doc, "# Gliders\nGliders need thermals and a winch launch.\n");
+    // not reindexed: the passage stays what the index found
+    expect((await running.search("thermals", { method: "bm25" })).passages[0]?.text).toContain(
+      "thermals to climb",
+    );
+    await Knowledge.open(knowledgeConfig(dir), logger, { force: true });
+    const after = await running.search("thermals", { method: "bm25" });
+    expect(after.passages[0]?.text).toContain("winch launch");
+  });
+
   it("hybrid without vectors serves BM25, records it and says so once", async () => {
     const dir = await corpusDir();
     const { logger, lines } = captureLogger();
