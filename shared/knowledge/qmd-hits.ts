@@ -9,6 +9,8 @@ export interface QmdHit {
   line: number;
   title: string;
   snippet: string;
+  /** the document's text as indexed, when the reader has it (the library does, an executable does not) */
+  text?: string;
   /** BM25 over the query's terms, mapped to [0, 1) as qmd does: |bm25| / (1 + |bm25|) */
   score: number;
 }

@@ -60,6 +60,7 @@ export async function openLibraryReader(indexDir: string): Promise<IndexReader> 
                 line: 1,
                 title: row.title,
                 snippet: cleanSnippet(row.body?.slice(0, 500) ?? ""),
+                ...(row.body === undefined ? {} : { text: row.body }),
                 score: 0,
               },
             });

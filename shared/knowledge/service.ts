@@ -164,8 +164,10 @@ export class Knowledge {
     const lexical: Passage[] = await Promise.all(
       hits.map(async (hit) => {
         const path = `knowledge/${hit.file}`;
-        // qmd ranks documents; the passage shown is the section of the document that matches best
-        const chunk = bestChunk(await this.#chunks(path), terms, hit.line);
+        // qmd ranks documents; the passage shown is the section of the document that matches best,
+        // cut from the text qmd indexed when it gives it, so a search reads no file
+        const chunks = hit.text === undefined ? await this.#chunks(path) : chunkText(path, hit.text);
+        const chunk = bestChunk(chunks, terms, hit.line);
         return {
           path,
           line: chunk?.line ?? hit.line,
@@ -219,10 +221,9 @@ export class Knowledge {
   }
 
   /**
-   * A document's sections, read once per index: qmd answers from the index, not the files, so the
-   * passages follow the index too, and are read again after a switch (#current clears this). At
-   * most one entry per document. Checking each hit's file instead cost a stat per hit, one after
-   * the other: about half of a search's time over 1,000 documents.
+   * A document's sections when the reader gave no text (a qmd executable), read once per index: qmd
+   * answers from the index, not the files, so the passages follow the index too, and are read again
+   * after a switch (#current clears this). At most one entry per document.
    */
   readonly #chunkCache = new Map<string, Promise<Chunk[]>>();
 
