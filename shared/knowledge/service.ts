@@ -166,8 +166,7 @@ export class Knowledge {
         const path = `knowledge/${hit.file}`;
         // qmd ranks documents; the passage shown is the section of the document that matches best,
         // cut from the text qmd indexed when it gives it, so a search reads no file
-        const chunks = hit.text === undefined ? await this.#chunks(path) : chunkText(path, hit.text);
-        const chunk = bestChunk(chunks, terms, hit.line);
+        const chunk = bestChunk(await this.#chunks(path, hit.text), terms, hit.line);
         return {
           path,
           line: chunk?.line ?? hit.line,
@@ -221,15 +220,21 @@ export class Knowledge {
   }
 
   /**
-   * A document's sections when the reader gave no text (a qmd executable), read once per index: qmd
-   * answers from the index, not the files, so the passages follow the index too, and are read again
-   * after a switch (#current clears this). At most one entry per document.
+   * A document's sections, cut once per index: from the text the reader gave with the hit (qmd's
+   * library), else from the file (a qmd executable gives snippets only). qmd answers from the
+   * index, not the files, so the passages follow the index too, and are cut again after a switch
+   * (#current clears this). At most one entry per document.
    */
   readonly #chunkCache = new Map<string, Promise<Chunk[]>>();
 
-  #chunks(path: string): Promise<Chunk[]> {
+  #chunks(path: string, text?: string): Promise<Chunk[]> {
     const cached = this.#chunkCache.get(path);
     if (cached) return cached;
+    if (text !== undefined) {
+      const chunks = Promise.resolve(chunkText(path, text));
+      this.#chunkCache.set(path, chunks);
+      return chunks;
+    }
     const doc = this.#documents.find((candidate) => candidate.path === path);
     if (!doc) return Promise.resolve([]);
     const chunks = readFile(doc.absolute, "utf8").then(
