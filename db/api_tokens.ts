@@ -125,10 +125,12 @@ export async function findTokenByHash(db: Queryable, hash: Buffer): Promise<ApiT
 }
 
 export async function revokeToken(db: Queryable, id: string): Promise<boolean> {
-  const { rowCount } = await db.query(
-    "UPDATE svc.api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
-    [id],
-  );
+  // named: every run revokes its agent's token, so each connection parses and plans this once
+  const { rowCount } = await db.query({
+    name: "svc_revoke_token",
+    text: "UPDATE svc.api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
+    values: [id],
+  });
   return (rowCount ?? 0) > 0;
 }
 

@@ -15,10 +15,12 @@ export async function recordInvocationKnowledge(
   invocationId: string,
   knowledge: InvocationKnowledge,
 ): Promise<void> {
-  await db.query("UPDATE svc.invocations SET knowledge = $2 WHERE id = $1", [
-    invocationId,
-    JSON.stringify(knowledge),
-  ]);
+  // named: once per run, so each connection parses and plans it once
+  await db.query({
+    name: "svc_record_invocation_knowledge",
+    text: "UPDATE svc.invocations SET knowledge = $2 WHERE id = $1",
+    values: [invocationId, JSON.stringify(knowledge)],
+  });
 }
 
 export async function getInvocationKnowledge(

@@ -61,9 +61,15 @@ export async function settleTriggerIn(db: pg.ClientBase, triggerId: string): Pro
   });
   await db.query({
     name: "svc_settle_trigger",
+    // Both tables are reached through the trigger's workloads, by index: the invocations per
+    // workload (OFFSET 0 keeps the subquery from being flattened into a join), the workloads by
+    // trigger_id. Without that, the plan this statement got while the tables were young scanned
+    // every invocation and every workload for the connection's life: 0.7 ms a settlement after
+    // 4,000 runs, and growing
     text: `WITH inv AS (
        SELECT i.id, i.workload_id, i.status, i.diagnostic, i.created_at
-         FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
+         FROM svc.workloads w CROSS JOIN LATERAL (
+              SELECT * FROM svc.invocations i WHERE i.workload_id = w.id OFFSET 0) i
         WHERE w.trigger_id = $1),
      per_workload AS (
        SELECT workload_id,
@@ -72,7 +78,7 @@ export async function settleTriggerIn(db: pg.ClientBase, triggerId: string): Pro
          FROM inv GROUP BY workload_id),
      workloads AS (
        UPDATE svc.workloads w SET status = p.status, updated_at = now()
-         FROM per_workload p WHERE w.id = p.workload_id),
+         FROM per_workload p WHERE w.trigger_id = $1 AND w.id = p.workload_id),
      summary AS (
        SELECT count(*) AS n, bool_or(status IN ('queued', 'running')) AS open,
               bool_or(status = 'failed') AS failed,

@@ -207,7 +207,7 @@ export class ClaimLoop {
     let runLeases = new Map<string, RunLease>();
     const takenAt = instant();
     const claimed = await withTransaction(pool, async (client) => {
-      const db = transactionDb(client);
+      const db = transactionDb(client, { prepare: true });
       const jobs = await boss.fetch<LaneJob>(lane, { batchSize: leases.length, db });
       fetched = jobs.length;
       if (jobs.length === 0) return [];
@@ -254,7 +254,7 @@ export class ClaimLoop {
       outcomes = await withTransaction(pool, async (client) => {
         const jobs = await boss.fetch<DispatchJob>(DISPATCH_QUEUE, {
           batchSize: Math.max(leases.length, DISPATCH_BATCH),
-          db: transactionDb(client),
+          db: transactionDb(client, { prepare: true }),
         });
         fetched = jobs.length;
         if (jobs.length === 0) return [];

@@ -200,7 +200,7 @@ export async function dispatchTriggers(
     DISPATCH_QUEUE,
     jobs.map((job) => job.id),
     null,
-    { db: transactionDb(client) },
+    { db: transactionDb(client, { prepare: true }) },
   );
   return outcomes;
 }
@@ -283,7 +283,7 @@ async function writeBatch(deps: DispatchDeps, client: pg.ClientBase, batch: Batc
     await deps.boss.insert(
       queue,
       jobs.map((data) => ({ data })),
-      { db: transactionDb(client) },
+      { db: transactionDb(client, { prepare: true }) },
     );
   await setTriggerStatuses(client, batch.statuses);
 }

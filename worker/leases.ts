@@ -74,7 +74,7 @@ export async function takeLeases(
   takenAt: Instant,
 ): Promise<Map<string, Lease>> {
   if (runs.length === 0) return new Map();
-  const db = transactionDb(client);
+  const db = transactionDb(client, { prepare: true });
   await boss.insert(
     LEASE_QUEUE,
     runs.map((data) => ({ data, heartbeatSeconds })),
