@@ -232,7 +232,8 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<boolean> {
     // the orchestrator ended: what its tasks have not finished is cancelled, and their processes killed
     if (held && pipeline?.orchestrator)
       await cancelOrchestratedTasks(client, invocationId, ORCHESTRATOR_ENDED);
-    if (held && ended.lease) await completeLease(deps.boss, ended.lease, transactionDb(client, { prepare: true }));
+    if (held && ended.lease)
+      await completeLease(deps.boss, ended.lease, transactionDb(client, { prepare: true }));
     return held;
   });
   if (!finished) {
