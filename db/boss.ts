@@ -201,7 +201,7 @@ export function transactionDb(client: pg.ClientBase, options: { prepare?: boolea
 }
 
 /** Bound on the texts prepared: a call site whose text varied with its input must not grow it forever. */
-const PREPARED_TEXTS = 200;
+export const PREPARED_TEXTS = 200;
 
 const statementNames = new Map<string, string>();
 
