@@ -36,6 +36,30 @@ export async function buildWithLibrary(indexDir: string, sourceDir: string): Pro
   }
 }
 
+/** Distinct SQL texts a reader keeps prepared; qmd's search uses a handful. */
+export const MAX_REUSED_STATEMENTS = 256;
+
+/**
+ * better-sqlite3 frees a prepared statement only when its database closes, and qmd prepares its
+ * statements again on every search: a reader open for the process's life grew by about 250 KB a
+ * search (5 GB of RSS after 20,000 searches). Each SQL text is prepared once per reader instead, and
+ * the statement reused: qmd's search runs each statement to completion (`all`, `get`) before the
+ * next, and binds its parameters per call. Past MAX_REUSED_STATEMENTS texts, a text is prepared per
+ * call as before.
+ */
+function reuseStatements(db: { prepare: (sql: string) => unknown }): void {
+  const prepare = db.prepare.bind(db);
+  const prepared = new Map<string, unknown>();
+  db.prepare = (sql: string) => {
+    let statement = prepared.get(sql);
+    if (statement === undefined) {
+      statement = prepare(sql);
+      if (prepared.size < MAX_REUSED_STATEMENTS) prepared.set(sql, statement);
+    }
+    return statement;
+  };
+}
+
 /**
  * Opens a built index for searching. The SQLite file stays open: a later build writes a new
  * directory, and this reader keeps answering from its own until the caller switches.
@@ -43,6 +67,7 @@ export async function buildWithLibrary(indexDir: string, sourceDir: string): Pro
 export async function openLibraryReader(indexDir: string): Promise<IndexReader> {
   const { createStore } = await qmdLibrary();
   const store: QMDStore = await createStore({ dbPath: join(indexDir, INDEX_FILE) });
+  reuseStatements(store.internal.db);
   return {
     async search(terms, limit): Promise<QmdHit[]> {
       // any-term semantics: one BM25 search per term (qmd ANDs the terms of one query), summed
