@@ -151,6 +151,12 @@ function cpuByRole(): Record<string, number> {
   return totals;
 }
 
+/** Resident memory of a process, in MiB, from /proc/<pid>/status (Linux). */
+function rssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB$/m);
+  return Number(line?.[1] ?? 0) / 1024;
+}
+
 async function bossBaseline(url: string): Promise<number[]> {
   const boss = new PgBoss({
     connectionString: url,
@@ -345,6 +351,8 @@ async function main() {
     // drain: idle workers, then 1,000 triggers committed at once (as the ingress stores them) and one wake-up
     const cpuPerRun: Record<string, number> = {};
     let transactionsPerRun = 0;
+    // each worker's resident memory before and after the last drain of no-op runs
+    let workerRss: { before: number; after: number }[] = [];
     /**
      * Transactions committed or rolled back in the bench database so far; a statement sent outside
      * a transaction counts as one. Backends report them when they go idle, at most a second late,
@@ -391,6 +399,7 @@ async function main() {
       const transactionsBefore = (await transactions()) + 2;
       await client.query("COMMIT");
       const cpuBefore = cpuByRole();
+      const rssBefore = started.map((role) => rssMiB(role.child.pid!));
       const start = wallMs();
       await client.query("SELECT pg_notify($1, $2)", [WAKE_CHANNEL, DISPATCH_QUEUE]);
       client.release();
@@ -402,6 +411,10 @@ async function main() {
         for (const [role, ms] of Object.entries(cpuByRole()))
           cpuPerRun[role] = (ms - (cpuBefore[role] ?? 0)) / DRAIN_TRIGGERS;
         transactionsPerRun = ((await transactions()) - transactionsBefore) / DRAIN_TRIGGERS;
+        workerRss = started.map((role, index) => ({
+          before: rssBefore[index]!,
+          after: rssMiB(role.child.pid!),
+        }));
       }
       for (const role of started) await stopRole(role.child);
       return seconds;
@@ -459,6 +472,11 @@ async function main() {
       `CPU per no-op run, 2 workers: ${Object.entries(cpuPerRun)
         .map(([role, ms]) => `${role} ${ms.toFixed(2)} ms`)
         .join(", ")} (Postgres: every backend of the machine's server)`,
+    );
+    console.log(
+      `worker resident memory over the last drain (${DRAIN_TRIGGERS} runs): ${workerRss
+        .map(({ before, after }) => `${before.toFixed(0)} -> ${after.toFixed(0)} MiB`)
+        .join(", ")}`,
     );
     console.log(
       `Postgres transactions per no-op run, 2 workers: ${transactionsPerRun.toFixed(1)} (a statement outside a transaction counts as one; the bench's own polling included)`,
