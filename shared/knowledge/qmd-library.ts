@@ -37,7 +37,7 @@ export async function buildWithLibrary(indexDir: string, sourceDir: string): Pro
 }
 
 /** Distinct SQL texts a reader keeps prepared; qmd's search uses a handful. */
-export const MAX_REUSED_STATEMENTS = 256;
+const MAX_REUSED_STATEMENTS = 256;
 
 /**
  * better-sqlite3 frees a prepared statement only when its database closes, and qmd prepares its
