@@ -33,6 +33,7 @@ import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
 import { putSecret } from "../db/secrets.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
 import { readInstanceKey } from "../shared/secrets/instance-key.ts";
+import { rssKib } from "../test/drills/support/processes.ts";
 import { database } from "./support/database.ts";
 import { cpuMs } from "./support/proc-cpu.ts";
 
@@ -51,6 +52,8 @@ function percentile(values: number[], p: number): number {
 }
 
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+/** KiB as whole MiB; a process already gone has none to show */
+const mib = (kib: number | undefined) => (kib === undefined ? "?" : (kib / 1024).toFixed(0));
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -149,12 +152,6 @@ function cpuByRole(): Record<string, number> {
     }
   }
   return totals;
-}
-
-/** Resident memory of a process, in MiB, from /proc/<pid>/status (Linux). */
-function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB$/m);
-  return Number(line?.[1] ?? 0) / 1024;
 }
 
 async function bossBaseline(url: string): Promise<number[]> {
@@ -352,7 +349,7 @@ async function main() {
     const cpuPerRun: Record<string, number> = {};
     let transactionsPerRun = 0;
     // each worker's resident memory before and after the last drain of no-op runs
-    let workerRss: { before: number; after: number }[] = [];
+    let workerRss: { before?: number; after?: number }[] = [];
     /**
      * Transactions committed or rolled back in the bench database so far; a statement sent outside
      * a transaction counts as one. Backends report them when they go idle, at most a second late,
@@ -399,7 +396,7 @@ async function main() {
       const transactionsBefore = (await transactions()) + 2;
       await client.query("COMMIT");
       const cpuBefore = cpuByRole();
-      const rssBefore = started.map((role) => rssMiB(role.child.pid!));
+      const rssBefore = await Promise.all(started.map((role) => rssKib(role.child.pid!)));
       const start = wallMs();
       await client.query("SELECT pg_notify($1, $2)", [WAKE_CHANNEL, DISPATCH_QUEUE]);
       client.release();
@@ -411,10 +408,12 @@ async function main() {
         for (const [role, ms] of Object.entries(cpuByRole()))
           cpuPerRun[role] = (ms - (cpuBefore[role] ?? 0)) / DRAIN_TRIGGERS;
         transactionsPerRun = ((await transactions()) - transactionsBefore) / DRAIN_TRIGGERS;
-        workerRss = started.map((role, index) => ({
-          before: rssBefore[index]!,
-          after: rssMiB(role.child.pid!),
-        }));
+        workerRss = await Promise.all(
+          started.map(async (role, index) => ({
+            before: rssBefore[index],
+            after: await rssKib(role.child.pid!),
+          })),
+        );
       }
       for (const role of started) await stopRole(role.child);
       return seconds;
@@ -475,7 +474,7 @@ async function main() {
     );
     console.log(
       `worker resident memory over the last drain (${DRAIN_TRIGGERS} runs): ${workerRss
-        .map(({ before, after }) => `${before.toFixed(0)} -> ${after.toFixed(0)} MiB`)
+        .map(({ before, after }) => `${mib(before)} -> ${mib(after)} MiB`)
         .join(", ")}`,
     );
     console.log(
