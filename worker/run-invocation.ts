@@ -90,14 +90,16 @@ async function runPhases(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
   // from the moment the first step's process exists; only the agent needs what it delivers
   let knowledge: Promise<RunKnowledge> | undefined;
   const retrieve = () => {
-    knowledge ??= prepareRunKnowledge(deps, {
-      invocationId: input.invocationId,
-      pipeline: input.pipeline,
-      event,
-      runDir: input.paths.runDir,
-    });
-    // settled below in every case; this only keeps a rejection during the setup steps from being unhandled
-    knowledge.catch(() => {});
+    if (!knowledge) {
+      knowledge = prepareRunKnowledge(deps, {
+        invocationId: input.invocationId,
+        pipeline: input.pipeline,
+        event,
+        runDir: input.paths.runDir,
+      });
+      // settled below in every case; this only keeps a rejection during the setup steps from being unhandled
+      knowledge.catch(() => {});
+    }
     return knowledge;
   };
   const run: RunState = {
@@ -208,8 +210,10 @@ async function runSetupSteps(run: RunState, onStarted: () => void): Promise<RunE
     // database nor for the CPU the write costs (a step that could not start gets its row after)
     let started: Promise<void> | undefined;
     const writeRow = () => {
-      started ??= startTask(records, row);
-      started.catch(() => {}); // awaited below; this only keeps an early rejection from being unhandled
+      if (!started) {
+        started = startTask(records, row);
+        started.catch(() => {}); // awaited below; this only keeps an early rejection from being unhandled
+      }
       return started;
     };
     const running = runProcessTree({
