@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setInvocationTarget } from "../db/invocations.ts";
 import { finishTask, startTask } from "../db/tasks.ts";
@@ -48,7 +48,9 @@ export async function runAgentOnTargets(run: RunState): Promise<AgentEnd> {
   const { deps, input } = run;
   const prompt = agentPrompt(run);
   const transcript = join(input.paths.logsDir, "transcript.log");
-  await writeFile(transcript, "");
+  // synchronously, as every small file of a run: one system call here, where the thread pool
+  // costs a thread's wake-up and the event loop's
+  writeFileSync(transcript, "");
   const unavailable: Diagnostic[] = [];
   for (const name of invocationTargets(input.pipeline)) {
     const target = deps.config.targets[name];

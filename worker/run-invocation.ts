@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type pg from "pg";
 import type { NewArtifact } from "../db/artifacts.ts";
@@ -266,7 +266,7 @@ async function checkRunResult(run: RunState, result: unknown, ranOn: string): Pr
   const { invocationId, paths, pipeline } = input;
   const resultFile = join(paths.logsDir, "result.json");
   const text = `${JSON.stringify(result, null, 2)}\n`;
-  await writeFile(resultFile, text);
+  writeFileSync(resultFile, text);
   const checkId = newId("task");
   const artifact = artifactOf(
     { invocationId, taskId: checkId, path: resultFile, name: "result.json" },

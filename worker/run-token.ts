@@ -1,4 +1,4 @@
-import { chmod, writeFile } from "node:fs/promises";
+import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ApiTokenRow, issueRunToken, revokeToken } from "../db/api_tokens.ts";
 import type { Queryable } from "../db/queryable.ts";
@@ -60,13 +60,14 @@ export function runTokenScopes(pipeline: Pick<Pipeline, "tools">): string[] {
  * The `mcpServers` file agent CLIs load (`RUN_DIR/mcp.json`): one HTTP server, `svc`, with the run
  * token as bearer. It holds the token, so only the run's user may read it.
  */
-export async function writeMcpConfig(runDir: string, mcpUrl: string, token: string): Promise<string> {
+export function writeMcpConfig(runDir: string, mcpUrl: string, token: string): string {
   const file = join(runDir, "mcp.json");
   const config = {
     mcpServers: { svc: { type: "http", url: mcpUrl, headers: { Authorization: `Bearer ${token}` } } },
   };
-  await writeFile(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  await chmod(file, 0o600);
+  // the mode applies only to a new file: an attempt before this one may have left it
+  writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
   return file;
 }
 
@@ -98,7 +99,7 @@ export async function withRunToken<T>(
     const mcpUrl = daemon ? `${daemon}/mcp` : "";
     const env: Record<string, string> = { SVC_AGENT_TOKEN: issued.token };
     if (daemon) {
-      const config = await writeMcpConfig(request.runDir, mcpUrl, issued.token);
+      const config = writeMcpConfig(request.runDir, mcpUrl, issued.token);
       Object.assign(env, {
         SVC_DAEMON_URL: daemon,
         SVC_MCP_URL: mcpUrl,

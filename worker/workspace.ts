@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmdirSync } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -92,6 +92,17 @@ export async function prepareWorkspace(
   }
 }
 
+/**
+ * The checkout of a run without a repository is an empty directory: one rmdir, synchronously,
+ * removes it. A clone (or anything a step left) goes through the recursive, asynchronous removal.
+ */
 export async function removeCheckout(paths: Workspace): Promise<void> {
+  try {
+    rmdirSync(paths.checkout);
+    return;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    // ENOTEMPTY (or anything else): the recursive removal below handles it, or reports why not
+  }
   await rm(paths.checkout, { recursive: true, force: true });
 }

@@ -114,7 +114,7 @@ export class Knowledge {
     });
     knowledge.#state = built.state;
     knowledge.#documents = built.documents;
-    knowledge.#stateMtime = await stateModifiedAt(knowledge.#dataDir);
+    knowledge.#stateMtime = stateModifiedAt(knowledge.#dataDir);
     // opened at boot, so the first run or question does not pay for loading qmd
     await knowledge.#readerFor(built.state);
     return knowledge;
@@ -139,7 +139,7 @@ export class Knowledge {
 
   /** a `svc knowledge reindex` since boot moved the index: follow it */
   async #current(): Promise<IndexState | undefined> {
-    const mtime = await stateModifiedAt(this.#dataDir);
+    const mtime = stateModifiedAt(this.#dataDir);
     if (mtime !== this.#stateMtime) {
       const state = await readIndexState(this.#dataDir);
       if (state) {
