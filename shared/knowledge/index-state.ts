@@ -39,7 +39,11 @@ export async function writeIndexState(dataDir: string, state: IndexState): Promi
  * stat(2) on the event loop, where the thread pool would cost a thread's wake-up and the loop's.
  */
 export function stateModifiedAt(dataDir: string): number {
-  return statSync(join(dataDir, STATE_FILE), { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  try {
+    return statSync(join(dataDir, STATE_FILE)).mtimeMs;
+  } catch {
+    return 0; // absent or unreadable: nothing to follow, the caller keeps the state it has
+  }
 }
 
 /** Who holds the build lock: a waiter takes over when that process is gone. */
