@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,6 +38,18 @@ describe("worker: a file as an artifact row", () => {
     const artifact = await fileArtifact(entry("big.log"));
     expect(artifact!.size).toBe(size);
     expect(artifact!.rendered).toBe(`${"a".repeat(LIMIT)}\n… (truncated, ${size} bytes in total)`);
+  });
+
+  // read whole, a log past 2 GiB threw ERR_FS_FILE_TOO_LARGE and the step's artifact was lost
+  it("a log past 2 GiB (sparse here) is still recorded, from its first bytes and its size", async () => {
+    const size = 3 * 1024 ** 3;
+    await writeFile(join(dir, "huge.log"), "");
+    await truncate(join(dir, "huge.log"), size);
+    const artifact = await fileArtifact(entry("huge.log"));
+    expect(artifact).toBeDefined();
+    expect(artifact!.size).toBe(size);
+    const note = `\n… (truncated, ${size} bytes in total)`;
+    expect(artifact!.rendered).toBe("\0".repeat(LIMIT) + note);
   });
 
   it("a log of exactly the limit is not marked truncated", async () => {
