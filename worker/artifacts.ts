@@ -55,7 +55,7 @@ function readHead(path: string): { head: Buffer; size: number } {
       if (n === 0) break;
       read += n;
     }
-    return { head: head.subarray(0, read), size: Math.max(size, read) };
+    return { head: head.subarray(0, read), size };
   } finally {
     closeSync(fd);
   }
