@@ -94,29 +94,80 @@ export async function insertWorkloadWithClaimedInvocation(
   return rows[0]!;
 }
 
+/** The trigger fields a run resolves its event from (worker/dispatch.ts resolveEvent). */
+export interface TriggerEvent {
+  kind: string;
+  source: string;
+  event_name: string;
+  payload: unknown;
+  replay_of: string | null;
+}
+
+/** A run claimed from its lane, with the rows it runs from, read by the claim itself. */
+export interface ClaimedRun {
+  invocation: InvocationRow;
+  workload: { id: string; trigger_id: string | null; pipeline: string };
+  /** null: the workload has no trigger (or it is gone) */
+  trigger: TriggerEvent | null;
+}
+
 /**
- * The batch form of claimInvocation: one statement for every job a lane fetch returned. Rows that
- * are not claimable (another worker holds them, cancelled, finished) are simply not returned.
+ * Claims the invocations a lane fetch returned, in one statement, and returns each with its
+ * workload and its trigger's event, so the run reads neither again (two round trips fewer a run).
+ * Rows that are not claimable (another worker holds them, cancelled, finished) are not returned.
  */
-export async function claimInvocations(
+export async function claimRuns(
   db: Queryable,
   ids: string[],
   workerId: string,
   staleAfterMs: number,
-): Promise<InvocationRow[]> {
+): Promise<ClaimedRun[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query<InvocationRow>({
-    name: "svc_claim_invocations",
-    text: `UPDATE svc.invocations
-        SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
-            started_at = coalesce(started_at, now()), updated_at = now()
-      WHERE id = ANY($1::text[])
-        AND (status = 'queued'
-             OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
-      RETURNING *`,
+  const { rows } = await db.query<
+    InvocationRow & {
+      run_pipeline: string;
+      run_trigger_id: string | null;
+      trigger_kind: string | null;
+      trigger_source: string;
+      trigger_event_name: string;
+      trigger_payload: unknown;
+      trigger_replay_of: string | null;
+    }
+  >({
+    name: "svc_claim_runs",
+    text: `WITH claimed AS (
+       UPDATE svc.invocations
+          SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
+              started_at = coalesce(started_at, now()), updated_at = now()
+        WHERE id = ANY($1::text[])
+          AND (status = 'queued'
+               OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
+        RETURNING *)
+     SELECT c.*, w.pipeline AS run_pipeline, w.trigger_id AS run_trigger_id,
+            t.kind AS trigger_kind, t.source AS trigger_source, t.event_name AS trigger_event_name,
+            t.payload AS trigger_payload, t.replay_of AS trigger_replay_of
+       FROM claimed c
+       JOIN svc.workloads w ON w.id = c.workload_id
+       LEFT JOIN svc.triggers t ON t.id = w.trigger_id`,
     values: [ids, workerId, staleAfterMs],
   });
-  return rows;
+  return rows.map((row) => {
+    const {
+      run_pipeline: pipeline,
+      run_trigger_id: triggerId,
+      trigger_kind: kind,
+      trigger_source: source,
+      trigger_event_name: eventName,
+      trigger_payload: payload,
+      trigger_replay_of: replayOf,
+      ...invocation
+    } = row;
+    return {
+      invocation,
+      workload: { id: invocation.workload_id, trigger_id: triggerId, pipeline },
+      trigger: kind === null ? null : { kind, source, event_name: eventName, payload, replay_of: replayOf },
+    };
+  });
 }
 
 /** The channel on which the API announces a cancelled invocation (payload: its id) after commit. */

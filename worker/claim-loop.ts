@@ -1,7 +1,7 @@
 import type { PoolClient } from "pg";
 import type { PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
-import { claimInvocations, type InvocationRow } from "../db/invocations.ts";
+import { claimRuns, type InvocationRow } from "../db/invocations.ts";
 import { claimOrchestratedTasks, type OrchestratedTask } from "../db/orchestrated-tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type LaneJob } from "../shared/queues.ts";
@@ -28,10 +28,13 @@ export interface ClaimLoopDeps extends DispatchDeps {
   /** true while the daemon is drained: nothing is claimed */
   drained(): boolean;
   /** runs an invocation this worker holds, under its pg-boss lease; the claim loop gives it a slot */
-  runClaimed(row: InvocationRow, known?: KnownRun, lease?: RunLease): Promise<void>;
+  runClaimed(row: InvocationRow, known: KnownRun, lease?: RunLease): Promise<void>;
   /** runs an orchestrated task this worker holds (worker/run-task.ts) */
   runClaimedTask(task: OrchestratedTask): Promise<void>;
 }
+
+/** What a claim hands a slot: an invocation with what was read for it, or an orchestrated task. */
+type Claimed = { invocation: InvocationRow; known: KnownRun; lease?: RunLease } | { task: OrchestratedTask };
 
 /** Dispatch jobs fetched per round at least, free slots or not (see takeDispatchJobs). */
 const DISPATCH_BATCH = 128;
@@ -180,23 +183,25 @@ export class ClaimLoop {
     }
   }
 
-  #start(slot: Lease, row: InvocationRow | OrchestratedTask, known?: KnownRun, lease?: RunLease): void {
-    const task = "spec" in row;
+  #start(slot: Lease, claimed: Claimed): void {
     this.#deps.slots.run(
       slot,
-      () => ("spec" in row ? this.#deps.runClaimedTask(row) : this.#deps.runClaimed(row, known, lease)),
+      () =>
+        "task" in claimed
+          ? this.#deps.runClaimedTask(claimed.task)
+          : this.#deps.runClaimed(claimed.invocation, claimed.known, claimed.lease),
       (error) =>
         this.#deps.logger.error("run failed inside the worker", {
           event: "worker.run_failed",
-          ...(task ? { task: row.id } : { invocation: row.id }),
+          ...("task" in claimed ? { task: claimed.task.id } : { invocation: claimed.invocation.id }),
           error: (error as Error).message,
         }),
     );
   }
 
   /**
-   * Fetches a batch of lane jobs, claims their invocations (or orchestrated tasks) in one statement,
-   * takes a lease for each claimed run and completes the jobs, all in one transaction (one commit),
+   * Fetches a batch of lane jobs, claims their invocations (or orchestrated tasks) in one statement
+   * that also reads each run's workload and trigger (the run reads neither again), takes a lease for each claimed run and completes the jobs, all in one transaction (one commit),
    * then starts what it claimed. The job only carried "claim this invocation" (or this task): it is
    * done once the claim is decided either way; from then on the lease stands for the run. A crash
    * before the commit leaves the jobs where they were.
@@ -213,10 +218,22 @@ export class ClaimLoop {
       if (jobs.length === 0) return [];
       const taskIds = jobs.flatMap((job) => ("taskId" in job.data ? [job.data.taskId] : []));
       const ids = jobs.flatMap((job) => ("taskId" in job.data ? [] : [job.data.invocationId]));
-      const runs = await claimInvocations(client, ids, workerId, staleAfterMs);
-      const held = runs.map((row) => ({ invocationId: row.id, workerId, attempts: row.attempts }));
+      const runs = await claimRuns(client, ids, workerId, staleAfterMs);
+      const held = runs.map(({ invocation }) => ({
+        invocationId: invocation.id,
+        workerId,
+        attempts: invocation.attempts,
+      }));
       runLeases = await takeLeases(boss, client, held, leaseSeconds, takenAt);
-      const rows = [...runs, ...(await claimOrchestratedTasks(client, taskIds, workerId, staleAfterMs))];
+      const tasks = await claimOrchestratedTasks(client, taskIds, workerId, staleAfterMs);
+      const rows: Claimed[] = [
+        ...runs.map(({ invocation, workload, trigger }) => ({
+          invocation,
+          known: { workload, trigger },
+          lease: runLeases.get(invocation.id),
+        })),
+        ...tasks.map((task) => ({ task })),
+      ];
       await boss.complete(
         lane,
         jobs.map((job) => job.id),
@@ -226,8 +243,7 @@ export class ClaimLoop {
       return rows;
     });
     countClaimed("lane", claimed.length);
-    for (const [index, row] of claimed.entries())
-      this.#start(leases[index]!, row, undefined, runLeases.get(row.id));
+    for (const [index, row] of claimed.entries()) this.#start(leases[index]!, row);
     return fetched;
   }
 
@@ -282,7 +298,7 @@ export class ClaimLoop {
     let next = 0;
     for (const { outcome } of outcomes) {
       const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
-      if (run) this.#start(leases[next++]!, run.invocation, run, run.lease);
+      if (run) this.#start(leases[next++]!, { invocation: run.invocation, known: run, lease: run.lease });
     }
     for (const { triggerId, outcome } of outcomes) afterDispatch(this.#deps, triggerId, outcome);
     // a full batch tells the round there may be more

@@ -8,12 +8,12 @@ import {
   heartbeatInvocation,
   type InvocationRow,
   releaseInvocation,
+  type TriggerEvent,
 } from "../db/invocations.ts";
 import { cancelOrchestratedTasks } from "../db/orchestrated-tasks.ts";
 import { closeOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
 import { settleTrigger, settleTriggerIn } from "../db/trigger-status.ts";
-import { getWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import { diagnostic } from "../shared/diagnostics.ts";
 import type { Knowledge } from "../shared/knowledge/service.ts";
@@ -62,10 +62,14 @@ export interface RunHandle {
   cancel(): void;
 }
 
-/** What dispatch already read for a run it claimed, so the run does not read it again. */
+/**
+ * What the claim already read for a run, so the run does not read it again: dispatch resolved the
+ * event; a lane claim read the trigger it resolves from (null: the workload has none).
+ */
 export interface KnownRun {
   workload: { id: string; trigger_id: string | null; pipeline: string };
-  event: ResolvedEvent;
+  event?: ResolvedEvent;
+  trigger?: TriggerEvent | null;
 }
 
 const ORCHESTRATOR_ENDED = diagnostic(
@@ -88,19 +92,16 @@ export async function runClaimedInvocation(
   deps: ExecuteDeps,
   claimed: InvocationRow,
   shutdown: AbortSignal,
-  known?: KnownRun,
+  known: KnownRun,
   lease?: Lease,
 ): Promise<void> {
   const invocationId = claimed.id;
+  const { workload } = known;
+  const pipeline = deps.config.pipelines[workload.pipeline];
+  const paths = workspacePaths(deps.config.dir, workload.id, invocationId);
   const watch = watchRun(deps, invocationId, shutdown, lease);
   let end: RunEnd;
-  let workload: KnownRun["workload"] | undefined;
-  let pipeline: Pipeline | undefined;
-  let paths: Workspace | undefined;
   try {
-    workload = known?.workload ?? (await getWorkload(deps.pool, claimed.workload_id))!;
-    pipeline = deps.config.pipelines[workload.pipeline];
-    paths = workspacePaths(deps.config.dir, workload.id, invocationId);
     deps.logger.info("invocation started", {
       event: "invocation.started",
       invocation: invocationId,
@@ -112,7 +113,8 @@ export async function runClaimedInvocation(
       ? await runInvocation(deps, {
           ...{ invocationId, workload, pipeline, paths, target: claimed.target },
           signal: watch.signal,
-          event: known?.event,
+          event: known.event,
+          trigger: known.trigger,
           isCancelled: watch.cancelled,
           stillHeld: watch.stillHeld,
         })
@@ -126,7 +128,6 @@ export async function runClaimedInvocation(
   } finally {
     watch.stop();
   }
-  if (!workload || !paths) throw new Error(`invocation ${invocationId} names no workload`);
   const settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease });
   // a run that finished completed its lease with its end; any other end completes it here. A lease
   // pg-boss already failed stays failed: the complete is fenced to this attempt

@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type pg from "pg";
 import type { NewArtifact } from "../db/artifacts.ts";
+import type { TriggerEvent } from "../db/invocations.ts";
 import { finishTask, recordTask, startTask } from "../db/tasks.ts";
 import { getTrigger } from "../db/triggers.ts";
 import type { Pipeline } from "../shared/config/types.ts";
@@ -45,6 +46,8 @@ export interface RunInput {
   signal: AbortSignal;
   /** already resolved by dispatch */
   event?: ResolvedEvent;
+  /** the trigger's event fields, read by the lane claim (null: the workload has no trigger) */
+  trigger?: TriggerEvent | null;
   /** the target the invocation row names already */
   target: string | null;
   isCancelled: () => boolean;
@@ -148,16 +151,22 @@ async function runPhases(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
   return { kind: "completed", result };
 }
 
-/** The event as dispatch resolved it, or read again for a run claimed from a lane job. */
+/**
+ * The event as dispatch resolved it, or resolved from the trigger the lane claim read, or (neither
+ * given: an orchestrated task) read here.
+ */
 export async function resolveRunEvent(
   deps: ExecuteDeps,
-  input: Pick<RunInput, "event" | "workload" | "pipeline">,
+  input: Pick<RunInput, "event" | "trigger" | "workload" | "pipeline">,
 ): Promise<ResolvedEvent> {
   if (input.event) return input.event;
   const records = deps.records ?? deps.pool;
-  const trigger = input.workload.trigger_id
-    ? await getTrigger(records, input.workload.trigger_id)
-    : undefined;
+  const trigger =
+    input.trigger !== undefined
+      ? input.trigger
+      : input.workload.trigger_id
+        ? await getTrigger(records, input.workload.trigger_id)
+        : undefined;
   if (trigger) return resolveEvent(records, trigger);
   return {
     kind: "manual",

@@ -25,17 +25,18 @@ import {
 } from "./helpers.ts";
 
 /**
- * Issue 11: a thrown error in event resolution does not lose a slot. Each case runs a worker with
- * `concurrency: 1`, makes one run throw while it resolves what it runs, then fires more triggers: a
- * lost slot would leave the worker running nothing ever again, so those triggers completing is the
- * proof that the slot came back.
+ * Issue 11: a thrown error while a run starts does not lose a slot. Each case runs a worker with
+ * `concurrency: 1`, makes one run's start throw, then fires more triggers: a lost slot would leave
+ * the worker running nothing ever again, so those triggers completing is the proof that the slot
+ * came back.
  *
- * The throw: a run claimed from its lane reads its rows again (execute-invocation.ts getWorkload,
- * then run-invocation.ts resolveRunEvent → getTrigger). The test holds an ACCESS EXCLUSIVE lock on
- * the table so that read waits, then cancels it with pg_cancel_backend, as a statement_timeout or
- * an operator would: the read throws `canceling statement due to user request`.
+ * The throw: the test holds an ACCESS EXCLUSIVE lock on a table so a statement waits, then cancels
+ * that statement with pg_cancel_backend, as a statement_timeout or an operator would: it throws
+ * `canceling statement due to user request`. Two places: the lane claim (worker/claim-loop.ts),
+ * whose one statement also reads the run's workload and trigger, before a slot is handed to the
+ * run; and the run's first write (its setup step's task row), inside the run.
  */
-describe("worker: a thrown error while a run resolves its event gives its slot back", () => {
+describe("worker: a thrown error while a run starts gives its slot back", () => {
   let bed: TestBed;
   let database: TestDatabase;
   let pool: pg.Pool;
@@ -99,6 +100,7 @@ describe("worker: a thrown error while a run resolves its event gives its slot b
     table: string,
     query: string,
     options: { staleAfterMs?: number; reapIntervalMs?: number } = {},
+    workerLogger = logger,
   ): Promise<RunningWorker> {
     const blocker = new pg.Client({ connectionString: database.url });
     await blocker.connect();
@@ -106,7 +108,10 @@ describe("worker: a thrown error while a run resolves its event gives its slot b
     try {
       await blocker.query("BEGIN");
       await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
-      worker = await startWorker({ config, databaseUrl: database.url, logger, heartbeatMs: 500, ...options });
+      worker = await startWorker({
+        ...{ config, databaseUrl: database.url, logger: workerLogger },
+        ...{ heartbeatMs: 500, ...options },
+      });
       const blocked = async () => {
         const { rows } = await pool.query<{ pid: number }>(
           `SELECT pid FROM pg_stat_activity
@@ -147,15 +152,16 @@ describe("worker: a thrown error while a run resolves its event gives its slot b
   }
 
   // the bounds are past waitFor's own, so a lost slot fails naming the trigger that never ran
-  it("a run whose trigger read throws is recorded failed, and the next triggers run on the one slot", async () => {
-    const poisoned = await runOnLane("trigger-read-fails");
-    const worker = await startWorkerFailingRead("svc.triggers", "FROM svc.triggers WHERE id = $1");
+  it("a run whose first write throws is recorded failed, and the next triggers run on the one slot", async () => {
+    const poisoned = await runOnLane("task-write-fails");
+    const worker = await startWorkerFailingRead("svc.tasks", "INSERT INTO svc.tasks");
     try {
       // the failing run ends recorded, with the error it threw, not held
       const failed = await waitForTrigger(pool, poisoned);
       expect(failed.status).toBe("error");
-      const { invocations } = await lineage(pool, poisoned);
+      const { invocations, tasks } = await lineage(pool, poisoned);
       expect(invocations).toHaveLength(1);
+      expect(tasks).toHaveLength(0);
       expect(invocations[0].status).toBe("failed");
       expect(invocations[0].diagnostic.code).toBe("agent_failed");
       expect(invocations[0].diagnostic.message).toMatch(/canceling statement/);
@@ -166,20 +172,20 @@ describe("worker: a thrown error while a run resolves its event gives its slot b
     }
   }, 60_000);
 
-  // the one case whose throw leaves the run itself and reaches the slot's own catch (slots.ts run)
-  it("a run whose workload read throws ends (retried or failed), and the next triggers run on the one slot", async () => {
-    const poisoned = await runOnLane("workload-read-fails");
-    const worker = await startWorkerFailingRead("svc.workloads", "FROM svc.workloads WHERE id = $1", {
-      // the reaper finds a run left `running` without a heartbeat soon
-      staleAfterMs: 2_000,
-      reapIntervalMs: 500,
-    });
+  // the claim's transaction rolls back: its job stays on the lane, its slot comes back, and the
+  // next round (at the latest the backstop poll) claims the run again
+  it("a lane claim whose read throws gives its slot back, and the run is claimed again", async () => {
+    const poisoned = await runOnLane("claim-read-fails");
+    const { lines, logger: claimLogger } = captureLogger();
+    const worker = await startWorkerFailingRead("svc.workloads", "FROM claimed c", {}, claimLogger);
     try {
       const ended = await waitForTrigger(pool, poisoned);
+      expect(ended.status).toBe("completed");
       const { invocations } = await lineage(pool, poisoned);
-      expect(invocations).toHaveLength(1);
-      expect(["completed", "failed"]).toContain(invocations[0].status);
-      expect(ended.status).toBe(invocations[0].status === "completed" ? "completed" : "error");
+      expect(invocations.map((invocation) => [invocation.status, invocation.attempts])).toEqual([
+        ["completed", 1],
+      ]);
+      expect(lines.some((line) => line.includes('"event":"worker.fetch_failed"'))).toBe(true);
       await expectLaterTriggersRun();
     } finally {
       await worker.stop(1_000);
