@@ -201,8 +201,9 @@ export class ClaimLoop {
 
   /**
    * Fetches a batch of lane jobs, claims their invocations (or orchestrated tasks) in one statement
-   * that also reads each run's workload and trigger (the run reads neither again), takes a lease for each claimed run and completes the jobs, all in one transaction (one commit),
-   * then starts what it claimed. The job only carried "claim this invocation" (or this task): it is
+   * that also reads each run's workload and trigger (the run reads neither again), takes a lease
+   * for each claimed run and completes the jobs, all in one transaction (one commit), then starts
+   * what it claimed. The job only carried "claim this invocation" (or this task): it is
    * done once the claim is decided either way; from then on the lease stands for the run. A crash
    * before the commit leaves the jobs where they were.
    */

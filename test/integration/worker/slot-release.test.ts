@@ -94,9 +94,9 @@ describe("worker: a thrown error while a run starts gives its slot back", () => 
 
   /**
    * Starts a one-slot worker while `table` is locked, waits for a backend blocked on `query` (the
-   * run's read) and cancels that statement, then lets go of the lock.
+   * claim's statement, or the run's first write) and cancels that statement, then lets go of the lock.
    */
-  async function startWorkerFailingRead(
+  async function startWorkerFailingStatement(
     table: string,
     query: string,
     options: { staleAfterMs?: number; reapIntervalMs?: number } = {},
@@ -121,7 +121,7 @@ describe("worker: a thrown error while a run starts gives its slot back", () => 
         );
         return rows[0]?.pid;
       };
-      const pid = await waitFor(blocked, `a read of ${table} to wait on the lock`);
+      const pid = await waitFor(blocked, `a statement on ${table} to wait on the lock`);
       const cancelled = await pool.query<{ ok: boolean }>("SELECT pg_cancel_backend($1) AS ok", [pid]);
       expect(cancelled.rows[0]!.ok).toBe(true);
       return worker;
@@ -154,7 +154,7 @@ describe("worker: a thrown error while a run starts gives its slot back", () => 
   // the bounds are past waitFor's own, so a lost slot fails naming the trigger that never ran
   it("a run whose first write throws is recorded failed, and the next triggers run on the one slot", async () => {
     const poisoned = await runOnLane("task-write-fails");
-    const worker = await startWorkerFailingRead("svc.tasks", "INSERT INTO svc.tasks");
+    const worker = await startWorkerFailingStatement("svc.tasks", "INSERT INTO svc.tasks");
     try {
       // the failing run ends recorded, with the error it threw, not held
       const failed = await waitForTrigger(pool, poisoned);
@@ -177,7 +177,7 @@ describe("worker: a thrown error while a run starts gives its slot back", () => 
   it("a lane claim whose read throws gives its slot back, and the run is claimed again", async () => {
     const poisoned = await runOnLane("claim-read-fails");
     const { lines, logger: claimLogger } = captureLogger();
-    const worker = await startWorkerFailingRead("svc.workloads", "FROM claimed c", {}, claimLogger);
+    const worker = await startWorkerFailingStatement("svc.workloads", "FROM claimed c", {}, claimLogger);
     try {
       const ended = await waitForTrigger(pool, poisoned);
       expect(ended.status).toBe("completed");
