@@ -40,23 +40,26 @@ export function hashToken(token: string): Buffer {
   return createHash("sha256").update(token, "utf8").digest();
 }
 
-export async function issueToken(
-  db: Queryable,
-  options: {
-    name: string;
-    scopes: string[];
-    sandboxed?: boolean;
-    invocationId?: string;
-    expiresAt?: Date;
-    run?: ApiTokenRow["run"];
-  },
-): Promise<IssuedToken> {
+interface TokenOptions {
+  name: string;
+  scopes: string[];
+  sandboxed?: boolean;
+  invocationId?: string;
+  expiresAt?: Date;
+  run?: ApiTokenRow["run"];
+}
+
+/** A token not stored yet: the value shown to its holder once, and the row that stores its hash. */
+export interface NewToken {
+  issued: IssuedToken;
+  values: unknown[];
+}
+
+export function newToken(options: TokenOptions): NewToken {
   const id = newId("token");
   const token = TOKEN_PREFIX + randomBytes(32).toString("base64url");
-  await db.query({
-    name: "svc_issue_token",
-    text: `INSERT INTO svc.api_tokens (id, name, token_hash, scopes, sandboxed, invocation_id, expires_at, run)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+  return {
+    issued: { id, name: options.name, scopes: options.scopes, token },
     values: [
       id,
       options.name,
@@ -67,8 +70,25 @@ export async function issueToken(
       options.expiresAt ?? null,
       options.run ? JSON.stringify(options.run) : null,
     ],
-  });
-  return { id, name: options.name, scopes: options.scopes, token };
+  };
+}
+
+/**
+ * The token's insert with its parameters numbered from `$first`, so an agent's task start can carry
+ * it in the same statement (db/tasks.ts).
+ */
+export function tokenInsert(token: NewToken, first: number): { text: string; values: unknown[] } {
+  const n = token.values.map((_, offset) => `$${first + offset}`).join(", ");
+  return {
+    text: `INSERT INTO svc.api_tokens (id, name, token_hash, scopes, sandboxed, invocation_id, expires_at, run) VALUES (${n})`,
+    values: token.values,
+  };
+}
+
+export async function issueToken(db: Queryable, options: TokenOptions): Promise<IssuedToken> {
+  const token = newToken(options);
+  await db.query({ name: "svc_issue_token", ...tokenInsert(token, 1) });
+  return token.issued;
 }
 
 /**
@@ -89,28 +109,28 @@ export function issueSandboxToken(
 }
 
 /**
- * The token of one agent run (see worker/run-token.ts): bound to its invocation, revoked when the
- * run ends and expiring on its own should the worker die. `sandboxed` marks a run inside a sandbox:
- * host tools refuse its token whatever its scopes.
+ * The token of one agent run (see worker/run-token.ts), not stored yet: bound to its invocation,
+ * revoked when the run ends and expiring on its own should the worker die. `sandboxed` marks a run
+ * inside a sandbox: host tools refuse its token whatever its scopes.
  */
-export function issueRunToken(
+export function newRunToken(options: {
+  invocationId: string;
+  scopes: string[];
+  sandboxed: boolean;
+  expiresAt: Date;
+  run: NonNullable<ApiTokenRow["run"]>;
+}): NewToken {
+  return newToken({ name: `run/${options.invocationId}`, ...options });
+}
+
+/** A run token stored at once (an orchestrated task's agent: worker/run-token.ts withRunToken). */
+export async function issueRunToken(
   db: Queryable,
-  options: {
-    invocationId: string;
-    scopes: string[];
-    sandboxed: boolean;
-    expiresAt: Date;
-    run: NonNullable<ApiTokenRow["run"]>;
-  },
+  options: Parameters<typeof newRunToken>[0],
 ): Promise<IssuedToken> {
-  return issueToken(db, {
-    name: `run/${options.invocationId}`,
-    scopes: options.scopes,
-    sandboxed: options.sandboxed,
-    invocationId: options.invocationId,
-    expiresAt: options.expiresAt,
-    run: options.run,
-  });
+  const token = newRunToken(options);
+  await db.query({ name: "svc_issue_token", ...tokenInsert(token, 1) });
+  return token.issued;
 }
 
 /** A live token by the hash of its value; revoked and expired tokens are not found. */
@@ -124,13 +144,13 @@ export async function findTokenByHash(db: Queryable, hash: Buffer): Promise<ApiT
   return rows[0];
 }
 
+/** The revoke of one token, its id as `$param`: a task's end carries it (db/tasks.ts). */
+export function tokenRevoke(param: number): string {
+  return `UPDATE svc.api_tokens SET revoked_at = now() WHERE id = $${param} AND revoked_at IS NULL`;
+}
+
 export async function revokeToken(db: Queryable, id: string): Promise<boolean> {
-  // named: every run revokes its agent's token, so each connection parses and plans this once
-  const { rowCount } = await db.query({
-    name: "svc_revoke_token",
-    text: "UPDATE svc.api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
-    values: [id],
-  });
+  const { rowCount } = await db.query({ name: "svc_revoke_token", text: tokenRevoke(1), values: [id] });
   return (rowCount ?? 0) > 0;
 }
 

@@ -1,4 +1,5 @@
 import type { Diagnostic } from "../shared/diagnostics.ts";
+import { type NewToken, tokenInsert, tokenRevoke } from "./api_tokens.ts";
 import { artifactUpsert, type NewArtifact } from "./artifacts.ts";
 import type { Queryable } from "./queryable.ts";
 
@@ -26,14 +27,27 @@ export interface TaskRow {
   finished_at: Date | null;
 }
 
+/**
+ * Starts a task. An agent's task start also stores the run token its agent gets (`token`), in the
+ * same statement: one round trip for both.
+ */
 export async function startTask(
   db: Queryable,
   row: { id: string; invocationId: string; kind: TaskKind; name: string; seq: number },
+  token?: NewToken,
 ): Promise<void> {
+  const values = [row.id, row.invocationId, row.kind, row.name, row.seq];
+  const insert =
+    "INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status) VALUES ($1, $2, $3, $4, $5, 'running')";
+  if (!token) {
+    await db.query({ name: "svc_start_task", text: insert, values });
+    return;
+  }
+  const stored = tokenInsert(token, values.length + 1);
   await db.query({
-    name: "svc_start_task",
-    text: "INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status) VALUES ($1, $2, $3, $4, $5, 'running')",
-    values: [row.id, row.invocationId, row.kind, row.name, row.seq],
+    name: "svc_start_task_with_token",
+    text: `WITH token AS (${stored.text}) ${insert}`,
+    values: [...values, ...stored.values],
   });
 }
 
@@ -50,34 +64,45 @@ function endValues(end: TaskEnd): unknown[] {
 }
 
 /**
- * Ends a task, and records its artifact (log, transcript, result) in the same statement. The
- * statements of a run's path are named, so each connection parses and plans them once.
+ * Ends a task, and in the same statement records its artifact (log, transcript, result) and revokes
+ * the token its agent held (`revoke`, a token id). The statements of a run's path are named, so each
+ * connection parses and plans them once.
  */
 export async function finishTask(
   db: Queryable,
   id: string,
   end: TaskEnd,
   artifact?: NewArtifact,
+  revoke?: string,
 ): Promise<void> {
   const values = [id, ...endValues(end), end.usage ? JSON.stringify(end.usage) : null];
+  const parts: string[] = [];
+  const names = ["svc_finish_task"];
   // only a task still running ends here: one the reaper closed (its worker was judged lost and the
   // run went to another attempt) keeps its `worker_lost`, and its late artifact does not replace
   // the new attempt's artifact of the same name
+  if (artifact) {
+    const insert = artifactUpsert(
+      artifact,
+      values.length + 1,
+      "EXISTS (SELECT 1 FROM svc.tasks WHERE id = $1 AND status = 'running')",
+    );
+    parts.push(`artifact AS (${insert.text})`);
+    values.push(...insert.values);
+    names.push("with_artifact");
+  }
+  if (revoke) {
+    // revoked whatever the task's status: the token must not outlive its agent
+    values.push(revoke);
+    parts.push(`revoked AS (${tokenRevoke(values.length)})`);
+    names.push("revoking");
+  }
   const update =
     "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, usage = $5, finished_at = now() WHERE id = $1 AND status = 'running'";
-  if (!artifact) {
-    await db.query({ name: "svc_finish_task", text: update, values });
-    return;
-  }
-  const insert = artifactUpsert(
-    artifact,
-    values.length + 1,
-    "EXISTS (SELECT 1 FROM svc.tasks WHERE id = $1 AND status = 'running')",
-  );
   await db.query({
-    name: "svc_finish_task_with_artifact",
-    text: `WITH artifact AS (${insert.text}) ${update}`,
-    values: [...values, ...insert.values],
+    name: names.join("_"),
+    text: parts.length > 0 ? `WITH ${parts.join(", ")} ${update}` : update,
+    values,
   });
 }
 

@@ -1,7 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { revokeToken } from "../db/api_tokens.ts";
+import type { NewArtifact } from "../db/artifacts.ts";
 import { setInvocationTarget } from "../db/invocations.ts";
-import { finishTask, startTask } from "../db/tasks.ts";
+import { finishTask, startTask, type TaskEnd } from "../db/tasks.ts";
 import type { Target } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
@@ -13,7 +15,13 @@ import { targetUsable } from "./lanes.ts";
 import { assemblePrompt, orchestrationSection, type Prompt, promptText } from "./prompt.ts";
 import type { RunEnd, RunState } from "./run-invocation.ts";
 import { stopped } from "./run-invocation.ts";
-import { type RunAccess, type RunTokenRequest, runTokenLifetimeMs, withRunToken } from "./run-token.ts";
+import {
+  newAgentToken,
+  type RunAccess,
+  type RunTokenRequest,
+  runTokenLifetimeMs,
+  withRunToken,
+} from "./run-token.ts";
 import { runAgentCli } from "./runtimes/agent-cli/run.ts";
 import { runCommandAgent } from "./runtimes/command.ts";
 import { runOpenAiAgent } from "./runtimes/openai.ts";
@@ -69,7 +77,10 @@ export async function runAgentOnTargets(run: RunState): Promise<AgentEnd> {
   return { kind: "ended", end: { kind: "failed", diagnostic: failure } };
 }
 
-/** One attempt of the agent on `target`, recorded as its task with the transcript as artifact. */
+/**
+ * One attempt of the agent on `target`, recorded as its task with the transcript as artifact. The
+ * task's start stores the agent's run token and its end revokes it, in the same statements.
+ */
 async function runAgentOn(
   run: RunState,
   target: Target,
@@ -79,52 +90,66 @@ async function runAgentOn(
   const { input, records } = run;
   const { invocationId } = input;
   const taskId = newId("task");
-  await startTask(records, {
+  const orchestrator = input.pipeline.orchestrator;
+  const token = newAgentToken(
+    tokenRequest(run, target, orchestrator ? { task: taskId, role: "orchestrator" } : undefined),
+  );
+  const row = {
     id: taskId,
     invocationId,
     kind: "agent",
     name: `agent on ${target.name}`,
     seq: run.seq++,
-  });
-  if (target.name !== input.target) await setInvocationTarget(records, invocationId, target.name);
-  const orchestrator = input.pipeline.orchestrator;
-  const deadline = withDeadline(input.signal, orchestrator?.timeoutMs);
-  const outcome = await runRuntime(
-    { ...run, input: { ...input, signal: deadline.signal } },
-    target,
-    prompt,
-    transcript,
-    orchestrator ? { task: taskId, role: "orchestrator" } : undefined,
-  ).finally(deadline.clear);
-  const log = await fileArtifact({
-    ...{ invocationId, taskId, path: transcript },
-    name: "transcript",
-    mediaType: "text/plain",
-  });
-  // the tokens go into the statement that ends the task, whichever way it ended
-  const usage = outcome.usage ? { usage: outcome.usage } : {};
-  if (outcome.kind === "result") {
-    await finishTask(records, taskId, { status: "completed", exitCode: 0, ...usage }, log);
-    return { kind: "result", result: outcome.result, target: target.name };
+  } as const;
+  await startTask(records, row, token.stored);
+  let revoked = false;
+  const finish = async (end: TaskEnd, log: NewArtifact | undefined) => {
+    await finishTask(records, taskId, end, log, token.stored.issued.id);
+    revoked = true;
+  };
+  try {
+    if (target.name !== input.target) await setInvocationTarget(records, invocationId, target.name);
+    const deadline = withDeadline(input.signal, orchestrator?.timeoutMs);
+    const outcome = await startRuntime(
+      { ...run, input: { ...input, signal: deadline.signal } },
+      target,
+      prompt,
+      transcript,
+      token.access,
+    ).finally(deadline.clear);
+    const log = await fileArtifact({
+      ...{ invocationId, taskId, path: transcript },
+      name: "transcript",
+      mediaType: "text/plain",
+    });
+    // the tokens go into the statement that ends the task, whichever way it ended
+    const usage = outcome.usage ? { usage: outcome.usage } : {};
+    if (outcome.kind === "result") {
+      await finish({ status: "completed", exitCode: 0, ...usage }, log);
+      return { kind: "result", result: outcome.result, target: target.name };
+    }
+    if (outcome.kind === "aborted" && deadline.expired()) {
+      const timeout = orchestratorTimeout(input.pipeline.name, target.name, orchestrator?.timeoutMs ?? 0);
+      await finish({ status: "failed", diagnostic: timeout, ...usage }, log);
+      return { kind: "ended", end: { kind: "failed", diagnostic: timeout } };
+    }
+    if (outcome.kind === "aborted") {
+      const end = await stopped(run, taskId, log, token.stored.issued.id);
+      revoked = true;
+      return { kind: "ended", end };
+    }
+    if (outcome.kind === "failed") {
+      await finish({ status: "failed", diagnostic: outcome.diagnostic, ...usage }, log);
+      await recordSurface(records, invocationId, input.paths.surfaceDir);
+      return { kind: "ended", end: { kind: "failed", diagnostic: outcome.diagnostic } };
+    }
+    await finish({ status: "skipped", diagnostic: outcome.diagnostic ?? null, ...usage }, log);
+    return { kind: "unavailable", ...(outcome.diagnostic ? { diagnostic: outcome.diagnostic } : {}) };
+  } finally {
+    // a throw before the task's end (the runtime, the transcript's read, the end's own write): the
+    // token is revoked on its own. A failed revoke leaves a token that expires by itself
+    if (!revoked) await revokeToken(records, token.stored.issued.id).catch(() => {});
   }
-  if (outcome.kind === "aborted" && deadline.expired()) {
-    const timeout = orchestratorTimeout(input.pipeline.name, target.name, orchestrator?.timeoutMs ?? 0);
-    await finishTask(records, taskId, { status: "failed", diagnostic: timeout, ...usage }, log);
-    return { kind: "ended", end: { kind: "failed", diagnostic: timeout } };
-  }
-  if (outcome.kind === "aborted") return { kind: "ended", end: await stopped(run, taskId, log) };
-  if (outcome.kind === "failed") {
-    await finishTask(records, taskId, { status: "failed", diagnostic: outcome.diagnostic, ...usage }, log);
-    await recordSurface(records, invocationId, input.paths.surfaceDir);
-    return { kind: "ended", end: { kind: "failed", diagnostic: outcome.diagnostic } };
-  }
-  await finishTask(
-    records,
-    taskId,
-    { status: "skipped", diagnostic: outcome.diagnostic ?? null, ...usage },
-    log,
-  );
-  return { kind: "unavailable", ...(outcome.diagnostic ? { diagnostic: outcome.diagnostic } : {}) };
 }
 
 function orchestratorTimeout(pipeline: string, target: string, ms: number): Diagnostic {
@@ -147,10 +172,20 @@ export async function runRuntime(
   transcript: string,
   binding?: RunTokenRequest["binding"],
 ): Promise<AgentOutcome> {
+  return withRunToken({ db: run.records, ...tokenRequest(run, target, binding) }, (token) =>
+    startRuntime(run, target, prompt, transcript, token),
+  );
+}
+
+/** What the run token of an agent on `target` in this run is bound to (worker/run-token.ts). */
+function tokenRequest(
+  run: RunState,
+  target: Target,
+  binding: RunTokenRequest["binding"] | undefined,
+): Omit<RunTokenRequest, "db"> {
   const { deps, input } = run;
   const { agent } = runIdentity(input.pipeline, run.event.context);
-  const access = {
-    db: run.records,
+  return {
     daemonUrl: deps.daemonUrl,
     invocationId: input.invocationId,
     pipeline: input.pipeline,
@@ -161,7 +196,6 @@ export async function runRuntime(
     lifetimeMs: runTokenLifetimeMs(target),
     ...(binding ? { binding } : {}),
   };
-  return withRunToken(access, (token) => startRuntime(run, target, prompt, transcript, token));
 }
 
 function startRuntime(

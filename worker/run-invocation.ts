@@ -259,13 +259,21 @@ async function runSetupSteps(run: RunState, onStarted: () => void): Promise<RunE
   return undefined;
 }
 
-/** A task stopped by its signal: a cancellation through the API, or the worker shutting down (released for retry). */
-export async function stopped(run: RunState, taskId: string, artifact?: NewArtifact): Promise<RunEnd> {
+/**
+ * A task stopped by its signal: a cancellation through the API, or the worker shutting down
+ * (released for retry). `revoke`: the token its agent held, revoked by the same statement.
+ */
+export async function stopped(
+  run: RunState,
+  taskId: string,
+  artifact?: NewArtifact,
+  revoke?: string,
+): Promise<RunEnd> {
   if (run.input.isCancelled()) {
-    await finishTask(run.records, taskId, { status: "skipped", diagnostic: CANCELLED }, artifact);
+    await finishTask(run.records, taskId, { status: "skipped", diagnostic: CANCELLED }, artifact, revoke);
     return { kind: "cancelled" };
   }
-  await finishTask(run.records, taskId, { status: "skipped" }, artifact);
+  await finishTask(run.records, taskId, { status: "skipped" }, artifact, revoke);
   return { kind: "released" };
 }
 

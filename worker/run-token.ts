@@ -1,6 +1,6 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ApiTokenRow, issueRunToken, revokeToken } from "../db/api_tokens.ts";
+import { type ApiTokenRow, type NewToken, newRunToken, revokeToken, tokenInsert } from "../db/api_tokens.ts";
 import type { Queryable } from "../db/queryable.ts";
 import { DEFAULT_MAX_TURNS } from "../shared/config/agent-tools.ts";
 import type { Pipeline, Target } from "../shared/config/types.ts";
@@ -71,17 +71,21 @@ export function writeMcpConfig(runDir: string, mcpUrl: string, token: string): s
   return file;
 }
 
+/** A run token made for one agent, not stored yet: the row to store, and what the agent gets. */
+export interface RunToken {
+  stored: NewToken;
+  access: RunAccess;
+}
+
 /**
- * Runs `work` with a token bound to this invocation: scopes from runTokenScopes, marked sandboxed
- * when the pipeline runs in a sandbox (host tools then refuse it whatever its scopes). The token is
- * revoked when `work` ends, however it ends, and expires on its own after `lifetimeMs`.
+ * A token bound to this invocation: scopes from runTokenScopes, marked sandboxed when the pipeline
+ * runs in a sandbox (host tools then refuse it whatever its scopes), expiring on its own after
+ * `lifetimeMs`. It is valid once `stored` is inserted: the agent's task start carries it
+ * (db/tasks.ts startTask), and its end revokes it (finishTask).
  */
-export async function withRunToken<T>(
-  request: RunTokenRequest,
-  work: (access: RunAccess) => Promise<T>,
-): Promise<T> {
-  const { db, invocationId, pipeline } = request;
-  const issued = await issueRunToken(db, {
+export function newAgentToken(request: Omit<RunTokenRequest, "db">): RunToken {
+  const { invocationId, pipeline } = request;
+  const stored = newRunToken({
     invocationId,
     scopes: runTokenScopes(pipeline),
     sandboxed: pipeline.sandbox !== undefined,
@@ -94,23 +98,38 @@ export async function withRunToken<T>(
       ...request.binding,
     },
   });
+  const { token } = stored.issued;
+  const daemon = (request.daemonUrl ?? "").replace(/\/+$/, "");
+  const mcpUrl = daemon ? `${daemon}/mcp` : "";
+  const env: Record<string, string> = { SVC_AGENT_TOKEN: token };
+  if (daemon) {
+    const config = writeMcpConfig(request.runDir, mcpUrl, token);
+    Object.assign(env, {
+      SVC_DAEMON_URL: daemon,
+      SVC_MCP_URL: mcpUrl,
+      SVC_MCP_TOKEN: token,
+      SVC_MCP_CONFIG: config,
+    });
+  }
+  return { stored, access: { token, mcpUrl, env } };
+}
+
+/**
+ * Runs `work` with a token of its own (newAgentToken), stored first and revoked when `work` ends,
+ * however it ends: for an agent whose task start and end do not carry the token (an orchestrated
+ * task's).
+ */
+export async function withRunToken<T>(
+  request: RunTokenRequest,
+  work: (access: RunAccess) => Promise<T>,
+): Promise<T> {
+  const { stored, access } = newAgentToken(request);
+  await request.db.query({ name: "svc_issue_token", ...tokenInsert(stored, 1) });
   try {
-    const daemon = (request.daemonUrl ?? "").replace(/\/+$/, "");
-    const mcpUrl = daemon ? `${daemon}/mcp` : "";
-    const env: Record<string, string> = { SVC_AGENT_TOKEN: issued.token };
-    if (daemon) {
-      const config = writeMcpConfig(request.runDir, mcpUrl, issued.token);
-      Object.assign(env, {
-        SVC_DAEMON_URL: daemon,
-        SVC_MCP_URL: mcpUrl,
-        SVC_MCP_TOKEN: issued.token,
-        SVC_MCP_CONFIG: config,
-      });
-    }
-    return await work({ token: issued.token, mcpUrl, env });
+    return await work(access);
   } finally {
     // only this agent's token: the tasks of an orchestrated run hold tokens of the same invocation.
     // A failed revoke leaves a token that expires on its own; the run's end must not wait on it
-    await revokeToken(db, issued.id).catch(() => {});
+    await revokeToken(request.db, stored.issued.id).catch(() => {});
   }
 }
