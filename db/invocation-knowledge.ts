@@ -18,9 +18,14 @@ export async function recordInvocationKnowledge(
   // named: once per run, so each connection parses and plans it once
   await db.query({
     name: "svc_record_invocation_knowledge",
-    text: "UPDATE svc.invocations SET knowledge = $2 WHERE id = $1",
+    text: knowledgeUpdate(1, 2),
     values: [invocationId, JSON.stringify(knowledge)],
   });
+}
+
+/** The record's update, the invocation id as `$id` and the record as `$record`: a task's start carries it (db/tasks.ts). */
+export function knowledgeUpdate(id: number, record: number): string {
+  return `UPDATE svc.invocations SET knowledge = $${record} WHERE id = $${id}`;
 }
 
 export async function getInvocationKnowledge(

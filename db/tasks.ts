@@ -1,6 +1,7 @@
 import type { Diagnostic } from "../shared/diagnostics.ts";
 import { type NewToken, tokenInsert, tokenRevoke } from "./api_tokens.ts";
 import { artifactUpsert, type NewArtifact } from "./artifacts.ts";
+import { type InvocationKnowledge, knowledgeUpdate } from "./invocation-knowledge.ts";
 import type { Queryable } from "./queryable.ts";
 
 /** The tokens an agent attempt's model calls used, as the model API or the agent CLI reported them. */
@@ -28,26 +29,35 @@ export interface TaskRow {
 }
 
 /**
- * Starts a task. An agent's task start also stores the run token its agent gets (`token`), in the
- * same statement: one round trip for both.
+ * Starts a task. An agent's task start also stores the run token its agent gets (`token`) and, on
+ * the run's first agent task, what knowledge the run was given (`knowledge`), in the same
+ * statement: one round trip for all three.
  */
 export async function startTask(
   db: Queryable,
   row: { id: string; invocationId: string; kind: TaskKind; name: string; seq: number },
-  token?: NewToken,
+  also: { token?: NewToken; knowledge?: InvocationKnowledge } = {},
 ): Promise<void> {
-  const values = [row.id, row.invocationId, row.kind, row.name, row.seq];
+  const values: unknown[] = [row.id, row.invocationId, row.kind, row.name, row.seq];
+  const parts: string[] = [];
+  const names = ["svc_start_task"];
+  if (also.token) {
+    const stored = tokenInsert(also.token, values.length + 1);
+    parts.push(`token AS (${stored.text})`);
+    values.push(...stored.values);
+    names.push("with_token");
+  }
+  if (also.knowledge) {
+    values.push(JSON.stringify(also.knowledge));
+    parts.push(`knowledge AS (${knowledgeUpdate(2, values.length)})`);
+    names.push("with_knowledge");
+  }
   const insert =
     "INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status) VALUES ($1, $2, $3, $4, $5, 'running')";
-  if (!token) {
-    await db.query({ name: "svc_start_task", text: insert, values });
-    return;
-  }
-  const stored = tokenInsert(token, values.length + 1);
   await db.query({
-    name: "svc_start_task_with_token",
-    text: `WITH token AS (${stored.text}) ${insert}`,
-    values: [...values, ...stored.values],
+    name: names.join("_"),
+    text: parts.length > 0 ? `WITH ${parts.join(", ")} ${insert}` : insert,
+    values,
   });
 }
 

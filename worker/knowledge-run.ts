@@ -1,5 +1,4 @@
-import type pg from "pg";
-import { type InvocationKnowledge, recordInvocationKnowledge } from "../db/invocation-knowledge.ts";
+import type { InvocationKnowledge } from "../db/invocation-knowledge.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import { copySources, writeCatalog } from "../shared/knowledge/delivery.ts";
 import { retrieve } from "../shared/knowledge/retrieve.ts";
@@ -11,8 +10,6 @@ import type { CredentialSecrets } from "./credentials/secrets.ts";
 export interface RunKnowledgeDeps {
   knowledge?: Knowledge;
   config: Readonly<ConfigSnapshot>;
-  pool: pg.Pool;
-  records?: pg.Pool;
   logger: Logger;
   cooldowns: CredentialCooldowns;
   secrets: CredentialSecrets;
@@ -29,6 +26,8 @@ export interface RunKnowledgeInput {
 export interface RunKnowledge {
   passages: Passage[];
   note?: string;
+  /** what was delivered, for the invocation's `knowledge` column (the run records it) */
+  record?: InvocationKnowledge;
 }
 
 /** Where to look, by delivery; the token is named, never written into the prompt. */
@@ -47,7 +46,7 @@ const QUERY_CHARS = 2_000;
  * `## Knowledge` section (returned), `file` copies the sources to RUN_DIR/knowledge/, `browse`
  * adds RUN_DIR/knowledge/CATALOG.md, `search` leaves retrieval to the agent's search_knowledge
  * tool. Without a delivery, `prompt` is implied unless the method is `none`. What was delivered
- * (and `method_used`) is recorded on the invocation.
+ * (and `method_used`) is returned as `record`, for the run to record on the invocation.
  */
 export async function prepareRunKnowledge(
   deps: RunKnowledgeDeps,
@@ -80,8 +79,9 @@ export async function prepareRunKnowledge(
     record.query = result.query;
     record.sources = passages.map((p) => ({ path: p.path, line: p.line, score: p.score }));
   }
-  await recordInvocationKnowledge(deps.records ?? deps.pool, input.invocationId, record);
-  return delivery === "prompt" ? { passages } : { passages, note: note(delivery, input.runDir) };
+  return delivery === "prompt"
+    ? { passages, record }
+    : { passages, record, note: note(delivery, input.runDir) };
 }
 
 /** The event name, the instructions and the payload's text values: what the run is about. */

@@ -101,7 +101,9 @@ async function runAgentOn(
     name: `agent on ${target.name}`,
     seq: run.seq++,
   } as const;
-  await startTask(records, row, token.stored);
+  // the run's first agent task records what knowledge the run was given
+  await startTask(records, row, { token: token.stored, knowledge: run.knowledgeUnrecorded });
+  run.knowledgeUnrecorded = undefined;
   let revoked = false;
   const finish = async (end: TaskEnd, log: NewArtifact | undefined) => {
     await finishTask(records, taskId, end, log, token.stored.issued.id);

@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type pg from "pg";
 import type { NewArtifact } from "../db/artifacts.ts";
+import { type InvocationKnowledge, recordInvocationKnowledge } from "../db/invocation-knowledge.ts";
 import type { TriggerEvent } from "../db/invocations.ts";
 import { finishTask, recordTask, startTask } from "../db/tasks.ts";
 import { getTrigger } from "../db/triggers.ts";
@@ -69,6 +70,8 @@ export interface RunState {
   records: pg.Pool;
   /** what the pipeline's `knowledge` block delivers into this run (prompt section, files) */
   knowledge: RunKnowledge;
+  /** what retrieval delivered, until it is recorded on the invocation (see runPhases) */
+  knowledgeUnrecorded?: InvocationKnowledge;
   seq: number;
 }
 
@@ -115,8 +118,37 @@ async function runPhases(deps: ExecuteDeps, input: RunInput): Promise<RunEnd> {
     seq: 0,
   };
   const setupEnd = await runSetupSteps(run, retrieve).finally(() => retrieve().catch(() => {}));
-  if (setupEnd) return setupEnd;
-  run.knowledge = await retrieve();
+  // what retrieval delivered is recorded on the invocation however the run ends: by the agent's
+  // first task start (run-agent.ts, the same statement), or here
+  let end: RunEnd;
+  try {
+    if (setupEnd) {
+      run.knowledgeUnrecorded = (await retrieve().catch(() => undefined))?.record;
+      end = setupEnd;
+    } else {
+      run.knowledge = await retrieve();
+      run.knowledgeUnrecorded = run.knowledge.record;
+      end = await runAgentPhases(run);
+    }
+  } catch (error) {
+    // the run's own error is what its end reports: a record that could not be written with it is lost
+    await recordKnowledgeLeft(run).catch(() => {});
+    throw error;
+  }
+  await recordKnowledgeLeft(run);
+  return end;
+}
+
+async function recordKnowledgeLeft(run: RunState): Promise<void> {
+  const record = run.knowledgeUnrecorded;
+  if (!record) return;
+  run.knowledgeUnrecorded = undefined;
+  await recordInvocationKnowledge(run.records, run.input.invocationId, record);
+}
+
+/** The agent on the pipeline's targets, the result check, then the outputs. */
+async function runAgentPhases(run: RunState): Promise<RunEnd> {
+  const { deps, input, event } = run;
   let result: unknown = null;
   if (input.pipeline.targets.length > 0) {
     const agent = await runAgentOnTargets(run);

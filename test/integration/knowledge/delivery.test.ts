@@ -68,6 +68,12 @@ describe("knowledge delivered into runs: a command agent sees it", { timeout: 12
         browsing: deliver("browsing", { method: "none", delivery: "browse" }),
         searching: deliver("searching", { method: "none", delivery: "search" }),
         plain: deliver("plain", { method: "none" }),
+        // no agent task to carry the record: a failed setup step, and a pipeline without targets
+        broken: {
+          ...deliver("broken", { method: "bm25", delivery: "prompt" }),
+          setup: [{ run: "exit 3" }],
+        },
+        agentless: { ...deliver("agentless", { method: "bm25", delivery: "prompt" }), targets: [] },
       },
     });
     boss = await startBoss({ url: database.url, supervise: false });
@@ -123,5 +129,22 @@ describe("knowledge delivered into runs: a command agent sees it", { timeout: 12
       const invocation = await run(name);
       expect(invocation.result).toMatchObject({ prompt: false, file: false, catalog: false });
     }
+  });
+
+  it("a run that never starts an agent still records what knowledge it was given", async () => {
+    // the record rides on the agent's first task start; these runs have none (run-invocation.ts)
+    const broken = await fire(pool, boss, {
+      kind: "webhook",
+      source: "broken-hook",
+      eventName: "broken-hook",
+    });
+    expect((await waitForTrigger(pool, broken)).status).toBe("error");
+    const failed = (await lineage(pool, broken)).invocations[0];
+    expect(failed.diagnostic.code).toBe("setup_failed");
+    expect(failed.knowledge).toMatchObject({ method: "bm25", method_used: "bm25", delivery: "prompt" });
+    expect(failed.knowledge.sources[0].path).toBe("knowledge/backups.md");
+    const agentless = await run("agentless");
+    expect(agentless.knowledge).toMatchObject({ method: "bm25", method_used: "bm25", delivery: "prompt" });
+    expect(agentless.knowledge.sources[0].path).toBe("knowledge/backups.md");
   });
 });
