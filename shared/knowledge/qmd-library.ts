@@ -73,7 +73,9 @@ export async function openLibraryReader(indexDir: string): Promise<IndexReader> 
       // any-term semantics: one BM25 search per term (qmd ANDs the terms of one query), summed
       const byFile = new Map<string, { hit: QmdHit; raw: number }>();
       for (const term of terms) {
-        for (const row of await store.searchLex(term, { limit, collection: COLLECTION })) {
+        // no collection filter: the index holds the one collection buildWithLibrary wrote, and
+        // qmd takes ten times the limit from FTS (with each document's text) when one is named
+        for (const row of await store.searchLex(term, { limit })) {
           const file = row.filepath.replace(/^qmd:\/\/[^/]+\//, "");
           const seen = byFile.get(file);
           if (seen) seen.raw += toRawScore(row.score);
