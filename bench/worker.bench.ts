@@ -15,7 +15,8 @@
  *   ceiling that leaves on this machine's cores.
  * The configuration holds the reference configuration's knowledge documents, so each run retrieves
  * passages for its prompt as a pipeline without a knowledge block does.
- * The machine's load average is printed with the figures: other work on it skews them.
+ * The machine's load average is printed with the figures: other work on it skews them. So is what
+ * a new directory costs on the disk the configuration is on, before and after (support/inode-cost.ts).
  * Uses SVC_DATABASE_URL / SVC_TEST_DATABASE_URL when set, else a throwaway embedded Postgres.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -35,6 +36,7 @@ import { DISPATCH_QUEUE } from "../shared/queues.ts";
 import { readInstanceKey } from "../shared/secrets/instance-key.ts";
 import { rssKib } from "../test/drills/support/processes.ts";
 import { database } from "./support/database.ts";
+import { inodeCostUs } from "./support/inode-cost.ts";
 import { cpuMs } from "./support/proc-cpu.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "svc.js");
@@ -234,6 +236,7 @@ async function main() {
     );
 
     const baseline = await bossBaseline(db.url);
+    const inodesBefore = inodeCostUs(dir);
     const floorBefore = processFloor();
     const stepStart = processStart();
 
@@ -433,6 +436,7 @@ async function main() {
     // 3.4 and 5.5 ms of CPU from one run of this bench to the next on the 2-core host, so one
     // measurement alone moved the ratio by a third; the mean of the two, with both shown
     const floorAfter = processFloor();
+    const inodesAfter = inodeCostUs(dir);
     const floorMs = (floorBefore + floorAfter) / 2;
     const noMatch = await drain(1, "nomatch-hook");
     const { rows: unmatched } = await pool.query(
@@ -510,6 +514,10 @@ async function main() {
     const referenceRate = DRAIN_TRIGGERS / noMatchReference;
     console.log(
       `no match, reference configuration (examples/reference/.svc): ${unmatchedReference[0].n} of ${DRAIN_TRIGGERS} in ${noMatchReference.toFixed(2)} s = ${referenceRate.toFixed(0)}/s (2 workers); target >= 2000/s: ${referenceRate >= 2000 ? "met" : "MISSED"}`,
+    );
+    // not svc's figure: the disk's state, which moves the latency and the drain from one run to the next
+    console.log(
+      `disk: a new directory cost ${inodesBefore.toFixed(0)} us of CPU before the latency run and ${inodesAfter.toFixed(0)} us after the drains (a no-op run creates 10 inodes; on ext4 without a journal the cost grows with what was deleted in the minutes before)`,
     );
     console.log(
       `load average (1, 5, 15 min) at the end: ${loadavg()
