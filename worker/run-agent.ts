@@ -124,7 +124,7 @@ async function runAgentOn(
       name: "transcript",
       mediaType: "text/plain",
     });
-    // the tokens go into the statement that ends the task, whichever way it ended
+    // the model tokens it used go into the statement that ends the task, whichever way it ended
     const usage = outcome.usage ? { usage: outcome.usage } : {};
     if (outcome.kind === "result") {
       await finish({ status: "completed", exitCode: 0, ...usage }, log);
