@@ -85,10 +85,14 @@ export function tokenInsert(token: NewToken, first: number): { text: string; val
   };
 }
 
-export async function issueToken(db: Queryable, options: TokenOptions): Promise<IssuedToken> {
-  const token = newToken(options);
+/** Stores a token made by newToken or newRunToken, in a statement of its own; its value, once. */
+export async function storeToken(db: Queryable, token: NewToken): Promise<IssuedToken> {
   await db.query({ name: "svc_issue_token", ...tokenInsert(token, 1) });
   return token.issued;
+}
+
+export function issueToken(db: Queryable, options: TokenOptions): Promise<IssuedToken> {
+  return storeToken(db, newToken(options));
 }
 
 /**
@@ -124,13 +128,11 @@ export function newRunToken(options: {
 }
 
 /** A run token stored at once (an orchestrated task's agent: worker/run-token.ts withRunToken). */
-export async function issueRunToken(
+export function issueRunToken(
   db: Queryable,
   options: Parameters<typeof newRunToken>[0],
 ): Promise<IssuedToken> {
-  const token = newRunToken(options);
-  await db.query({ name: "svc_issue_token", ...tokenInsert(token, 1) });
-  return token.issued;
+  return storeToken(db, newRunToken(options));
 }
 
 /** A live token by the hash of its value; revoked and expired tokens are not found. */

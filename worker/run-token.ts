@@ -1,6 +1,6 @@
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type ApiTokenRow, type NewToken, newRunToken, revokeToken, tokenInsert } from "../db/api_tokens.ts";
+import { type ApiTokenRow, type NewToken, newRunToken, revokeToken, storeToken } from "../db/api_tokens.ts";
 import type { Queryable } from "../db/queryable.ts";
 import { DEFAULT_MAX_TURNS } from "../shared/config/agent-tools.ts";
 import type { Pipeline, Target } from "../shared/config/types.ts";
@@ -124,7 +124,7 @@ export async function withRunToken<T>(
   work: (access: RunAccess) => Promise<T>,
 ): Promise<T> {
   const { stored, access } = newAgentToken(request);
-  await request.db.query({ name: "svc_issue_token", ...tokenInsert(stored, 1) });
+  await storeToken(request.db, stored);
   try {
     return await work(access);
   } finally {
