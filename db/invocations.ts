@@ -268,19 +268,21 @@ export async function lockStaleInvocations(
  */
 export async function lockLostInvocations(
   db: Queryable,
-  leases: readonly { invocationId: string; workerId: string; attempts: number }[],
+  leases: readonly { invocationId: string; workerId?: string; attempts: number }[],
 ): Promise<StaleInvocation[]> {
   if (leases.length === 0) return [];
+  // a lane job held as the lease names no worker: every claim of a run counts a new attempt
   const { rows } = await db.query<StaleInvocation>(
     `SELECT i.id, i.attempts, i.target, i.workload_id
        FROM svc.invocations i
        JOIN unnest($1::text[], $2::text[], $3::int[]) AS lost(id, worker_id, attempts)
-         ON lost.id = i.id AND lost.worker_id = i.worker_id AND lost.attempts = i.attempts
+         ON lost.id = i.id AND lost.attempts = i.attempts
+        AND (lost.worker_id IS NULL OR lost.worker_id = i.worker_id)
       WHERE i.status = 'running'
       FOR UPDATE OF i`,
     [
       leases.map((lease) => lease.invocationId),
-      leases.map((lease) => lease.workerId),
+      leases.map((lease) => lease.workerId ?? null),
       leases.map((lease) => lease.attempts),
     ],
   );

@@ -58,6 +58,11 @@ export interface DispatchJob {
 
 export interface InvocationJob {
   invocationId: string;
+  /**
+   * The attempt its claim makes (the invocation's `attempts` once claimed), on a job sent as a lease:
+   * the claiming worker keeps it active for the run (worker/leases.ts laneLease).
+   */
+  attempt?: number;
 }
 
 /** A task an orchestrator created (db/orchestrated-tasks.ts), waiting on a lane like an invocation. */

@@ -1,10 +1,10 @@
 import type { PoolClient } from "pg";
-import type { PgBoss } from "pg-boss";
+import type { Job, PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
 import { claimRuns, type InvocationRow } from "../db/invocations.ts";
 import { claimOrchestratedTasks, type OrchestratedTask } from "../db/orchestrated-tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
-import { DISPATCH_QUEUE, type DispatchJob, type LaneJob } from "../shared/queues.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, type LaneJob } from "../shared/queues.ts";
 import {
   afterDispatch,
   type DispatchClaims,
@@ -14,7 +14,7 @@ import {
 } from "./dispatch.ts";
 import type { KnownRun } from "./execute-invocation.ts";
 import { targetUsable } from "./lanes.ts";
-import { instant, type Lease as RunLease, takeLeases } from "./leases.ts";
+import { instant, type LeaseData, laneLease, type Lease as RunLease, takeLeases } from "./leases.ts";
 import { countClaimed } from "./metrics.ts";
 import type { Lease, Slots } from "./slots.ts";
 
@@ -35,6 +35,10 @@ export interface ClaimLoopDeps extends DispatchDeps {
 
 /** What a claim hands a slot: an invocation with what was read for it, or an orchestrated task. */
 type Claimed = { invocation: InvocationRow; known: KnownRun; lease?: RunLease } | { task: OrchestratedTask };
+
+function isInvocationJob(job: Job<LaneJob>): job is Job<InvocationJob> {
+  return !("taskId" in job.data);
+}
 
 /** Dispatch jobs fetched per round at least, free slots or not (see takeDispatchJobs). */
 const DISPATCH_BATCH = 128;
@@ -201,16 +205,17 @@ export class ClaimLoop {
 
   /**
    * Fetches a batch of lane jobs, claims their invocations (or orchestrated tasks) in one statement
-   * that also reads each run's workload and trigger (the run reads neither again), takes a lease
-   * for each claimed run and completes the jobs, all in one transaction (one commit), then starts
-   * what it claimed. The job only carried "claim this invocation" (or this task): it is
-   * done once the claim is decided either way; from then on the lease stands for the run. A crash
-   * before the commit leaves the jobs where they were.
+   * that also reads each run's workload and trigger (the run reads neither again), and completes
+   * the jobs, all in one transaction (one commit), then starts what it claimed. A job sent as its
+   * run's lease (worker/leases.ts laneLease) stays active as that lease; every other claimed run
+   * takes a lease in the same transaction, and its job, which only carried "claim this invocation"
+   * (or this task), is done once the claim is decided either way. A crash before the commit leaves
+   * the jobs where they were.
    */
   async #takeLaneJobs(lane: string, leases: Lease[]): Promise<number> {
     const { boss, pool, workerId, staleAfterMs, leaseSeconds } = this.#deps;
     let fetched = 0;
-    let runLeases = new Map<string, RunLease>();
+    const runLeases = new Map<string, RunLease>();
     const takenAt = instant();
     const claimed = await withTransaction(pool, async (client) => {
       const db = transactionDb(client, { prepare: true });
@@ -220,12 +225,17 @@ export class ClaimLoop {
       const taskIds = jobs.flatMap((job) => ("taskId" in job.data ? [job.data.taskId] : []));
       const ids = jobs.flatMap((job) => ("taskId" in job.data ? [] : [job.data.invocationId]));
       const runs = await claimRuns(client, ids, workerId, staleAfterMs);
-      const held = runs.map(({ invocation }) => ({
-        invocationId: invocation.id,
-        workerId,
-        attempts: invocation.attempts,
-      }));
-      runLeases = await takeLeases(boss, client, held, leaseSeconds, takenAt);
+      // a run's job sent as its lease stays active as the lease; every other run takes one
+      const jobOf = new Map(jobs.filter(isInvocationJob).map((job) => [job.data.invocationId, job]));
+      const held: LeaseData[] = [];
+      for (const { invocation } of runs) {
+        const job = jobOf.get(invocation.id)!;
+        const lease = laneLease(lane, job, invocation.attempts, leaseSeconds, takenAt);
+        if (lease) runLeases.set(invocation.id, lease);
+        else held.push({ invocationId: invocation.id, workerId, attempts: invocation.attempts });
+      }
+      for (const [id, lease] of await takeLeases(boss, client, held, leaseSeconds, takenAt))
+        runLeases.set(id, lease);
       const tasks = await claimOrchestratedTasks(client, taskIds, workerId, staleAfterMs);
       const rows: Claimed[] = [
         ...runs.map(({ invocation, workload, trigger }) => ({
@@ -235,12 +245,9 @@ export class ClaimLoop {
         })),
         ...tasks.map((task) => ({ task })),
       ];
-      await boss.complete(
-        lane,
-        jobs.map((job) => job.id),
-        null,
-        { db },
-      );
+      const leaseJobs = new Set([...runLeases.values()].map((lease) => lease.id));
+      const done = jobs.filter((job) => !leaseJobs.has(job.id)).map((job) => job.id);
+      if (done.length > 0) await boss.complete(lane, done, null, { db });
       return rows;
     });
     countClaimed("lane", claimed.length);

@@ -18,7 +18,7 @@ import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { type EventContext, eventContext } from "./event-context.ts";
 import { laneFor } from "./lanes.ts";
-import { type Instant, type Lease, NEVER, takeLeases } from "./leases.ts";
+import { type Instant, type Lease, laneLeaseOptions, NEVER, takeLeases } from "./leases.ts";
 import { matchPipelines } from "./match-pipelines.ts";
 import { workspacePaths } from "./workspace.ts";
 
@@ -279,10 +279,12 @@ interface BatchWrites {
 
 async function writeBatch(deps: DispatchDeps, client: pg.ClientBase, batch: BatchWrites): Promise<void> {
   await insertQueuedRuns(client, batch.queued);
+  // each sent as the lease of the claim it is for (worker/leases.ts)
+  const options = laneLeaseOptions(deps.config.targets, deps.leaseSeconds);
   for (const [queue, jobs] of batch.jobs)
     await deps.boss.insert(
       queue,
-      jobs.map((data) => ({ data })),
+      jobs.map((data) => ({ data, ...options })),
       { db: transactionDb(client, { prepare: true }) },
     );
   await setTriggerStatuses(client, batch.statuses);
@@ -334,7 +336,8 @@ async function createRun(
     }
     batch.queued.push(rows);
     const jobs = batch.jobs.get(lane.queue) ?? [];
-    jobs.push({ invocationId });
+    // a new invocation's first claim makes its attempt 1
+    jobs.push({ invocationId, attempt: 1 });
     batch.jobs.set(lane.queue, jobs);
     created.push({ ...entry, lane: lane.queue });
   }

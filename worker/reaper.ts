@@ -19,7 +19,7 @@ import { getWorkload } from "../db/workloads.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { diagnostic } from "../shared/diagnostics.ts";
 import type { Logger } from "../shared/logger.ts";
-import { type InvocationJob, laneQueue, type TaskJob } from "../shared/queues.ts";
+import { type InvocationJob, type LaneJob, laneQueue, type TaskJob } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
 import { laneFor } from "./lanes.ts";
@@ -53,11 +53,11 @@ export async function reapStaleInvocations(deps: ReaperDeps): Promise<number> {
   // the runs whose pg-boss lease failed: missed heartbeats, or past its expiry (worker/leases.ts)
   let count = await withTransaction(deps.pool, async (client) => {
     const db = transactionDb(client);
-    const jobs = await deps.boss.fetch<LeaseData>(LOST_QUEUE, { batchSize: 50, db });
+    const jobs = await deps.boss.fetch<LeaseData | LaneJob>(LOST_QUEUE, { batchSize: 50, db });
     if (jobs.length === 0) return 0;
     const rows = await lockLostInvocations(
       client,
-      jobs.map((job) => job.data),
+      jobs.flatMap((job) => lostClaim(job.data)),
     );
     await reclaim(client, rows, "stopped renewing its lease");
     await deps.boss.complete(
@@ -89,6 +89,17 @@ export async function reapStaleInvocations(deps: ReaperDeps): Promise<number> {
   for (const lane of lanes) wakeWorkers(deps.boss, lane);
   for (const triggerId of new Set(settled)) await settleTrigger(deps.pool, triggerId);
   return count;
+}
+
+/**
+ * The claim a failed lease stood for: a lease of LEASE_QUEUE says so itself; a lane job held as the
+ * lease names the attempt its claim made. Any other lane job is never held past its claim, so a
+ * failed one stands for no run (none is expected: it is completed in the claim's transaction).
+ */
+function lostClaim(data: LeaseData | LaneJob): LeaseData[] {
+  if ("attempts" in data) return [data];
+  if ("taskId" in data || data.attempt === undefined) return [];
+  return [{ invocationId: data.invocationId, attempts: data.attempt }];
 }
 
 /**

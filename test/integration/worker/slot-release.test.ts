@@ -10,6 +10,7 @@ import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
 import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
 import { dispatchTriggers } from "../../../worker/dispatch.ts";
 import { laneTargets } from "../../../worker/lanes.ts";
+import { ensureLeaseQueues } from "../../../worker/leases.ts";
 import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
@@ -58,6 +59,8 @@ describe("worker: a thrown error while a run starts gives its slot back", () => 
       },
     });
     boss = await startBoss({ url: database.url, supervise: false });
+    // the queues a worker creates at start-up, the lost-lease queue (a lane job's dead letter) too
+    await ensureLeaseQueues(boss, config.targets);
     for (const lane of laneTargets(config).keys()) await ensureLaneQueue(boss, lane, config.targets);
   });
 
