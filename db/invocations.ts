@@ -206,21 +206,32 @@ export async function finishInvocation(
   id: string,
   workerId: string,
   outcome: { status: "completed" | "failed" | "cancelled"; diagnostic: Diagnostic | null; result?: unknown },
+  /** row-locks this trigger in the same statement, once the run's end is written (settleLockedTrigger) */
+  lockTrigger: string | null = null,
 ): Promise<boolean> {
-  const { rowCount } = await db.query({
+  // The trigger's lock is taken only when the run was still held, and after its row was written:
+  // reading `finished` runs the UPDATE to its (one) row first, so the run's row is locked before
+  // the trigger's, in the order every other writer of both takes them
+  const { rows } = await db.query<{ held: boolean }>({
     name: "svc_finish_invocation",
-    text: `UPDATE svc.invocations
-        SET status = $3, diagnostic = $4, result = $5, finished_at = now(), updated_at = now()
-      WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
+    text: `WITH finished AS (
+       UPDATE svc.invocations
+          SET status = $3, diagnostic = $4, result = $5, finished_at = now(), updated_at = now()
+        WHERE id = $1 AND worker_id = $2 AND status = 'running'
+        RETURNING id),
+     locked AS (
+       SELECT 1 FROM svc.triggers WHERE id = $6 AND EXISTS (SELECT 1 FROM finished) FOR UPDATE)
+     SELECT EXISTS (SELECT 1 FROM finished) AS held, (SELECT count(*) FROM locked) AS locked`,
     values: [
       id,
       workerId,
       outcome.status,
       outcome.diagnostic ? JSON.stringify(outcome.diagnostic) : null,
       outcome.result === undefined ? null : JSON.stringify(outcome.result),
+      lockTrigger,
     ],
   });
-  return (rowCount ?? 0) > 0;
+  return rows[0]?.held === true;
 }
 
 /**

@@ -62,6 +62,14 @@ export async function settleTriggerIn(db: pg.ClientBase, triggerId: string): Pro
     text: "SELECT 1 FROM svc.triggers WHERE id = $1 FOR UPDATE",
     values: [triggerId],
   });
+  await settleLockedTrigger(db, triggerId);
+}
+
+/**
+ * settleTriggerIn once the caller's transaction holds the trigger's row lock, taken by a statement
+ * of its own before this one (db/invocations.ts finishInvocation takes it with the run's end).
+ */
+export async function settleLockedTrigger(db: pg.ClientBase, triggerId: string): Promise<void> {
   await db.query({
     name: "svc_settle_trigger",
     // Both tables are reached through the trigger's workloads, by index: the invocations per

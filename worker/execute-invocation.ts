@@ -13,7 +13,7 @@ import {
 import { cancelOrchestratedTasks } from "../db/orchestrated-tasks.ts";
 import { closeOpenTasks } from "../db/tasks.ts";
 import { withTransaction } from "../db/transaction.ts";
-import { settleTrigger, settleTriggerIn } from "../db/trigger-status.ts";
+import { settleLockedTrigger, settleTrigger } from "../db/trigger-status.ts";
 import type { ConfigSnapshot, Pipeline } from "../shared/config/types.ts";
 import { diagnostic } from "../shared/diagnostics.ts";
 import type { Knowledge } from "../shared/knowledge/service.ts";
@@ -224,12 +224,18 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<boolean> {
   if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
   // the run's end and its trigger's settlement commit together: one WAL flush, not two
   const finished = await withTransaction(pool, async (client) => {
-    const held = await finishInvocation(client, invocationId, deps.workerId, {
-      status: end.kind,
-      diagnostic: end.kind === "failed" ? end.diagnostic : null,
-      result: end.kind === "completed" ? end.result : undefined,
-    });
-    if (held && workload.trigger_id) await settleTriggerIn(client, workload.trigger_id);
+    const held = await finishInvocation(
+      client,
+      invocationId,
+      deps.workerId,
+      {
+        status: end.kind,
+        diagnostic: end.kind === "failed" ? end.diagnostic : null,
+        result: end.kind === "completed" ? end.result : undefined,
+      },
+      workload.trigger_id,
+    );
+    if (held && workload.trigger_id) await settleLockedTrigger(client, workload.trigger_id);
     // the orchestrator ended: what its tasks have not finished is cancelled, and their processes killed
     if (held && pipeline?.orchestrator)
       await cancelOrchestratedTasks(client, invocationId, ORCHESTRATOR_ENDED);

@@ -1,0 +1,122 @@
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { finishInvocation, insertQueuedRuns } from "../../../db/invocations.ts";
+import { settleLockedTrigger } from "../../../db/trigger-status.ts";
+import { insertTrigger } from "../../../db/triggers.ts";
+import { newId } from "../../../shared/ids.ts";
+import { openTestBed, type TestBed, waitFor } from "./helpers.ts";
+
+/**
+ * A run's end locks its trigger in the statement that writes the end (db/invocations.ts
+ * finishInvocation), so the two last runs of one trigger, ending at once, settle it in turn: the
+ * second waits for the first's commit and its settlement sees both ends.
+ */
+describe("the end of a run locks its trigger with it", () => {
+  let bed: TestBed;
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    bed = await openTestBed();
+    pool = bed.pool;
+  });
+  afterAll(async () => {
+    await bed?.close();
+  });
+
+  /** A trigger with two runs, both held by worker `w`. */
+  async function twoRunningRuns(): Promise<{ trigger: string; runs: string[] }> {
+    const { id: trigger } = await insertTrigger(pool, {
+      kind: "manual",
+      source: "p",
+      eventName: "p",
+      deliveryId: null,
+      payloadJson: "{}",
+    });
+    await pool.query("UPDATE svc.triggers SET status = 'running' WHERE id = $1", [trigger]);
+    const runs = [newId("invocation"), newId("invocation")];
+    await insertQueuedRuns(
+      pool,
+      runs.map((invocationId) => ({
+        workloadId: newId("workload"),
+        triggerId: trigger,
+        pipeline: "p",
+        pipelineVersion: "1.0.0",
+        owner: null,
+        workspace: bed.dir,
+        invocationId,
+        target: null,
+      })),
+    );
+    await pool.query(
+      "UPDATE svc.invocations SET status = 'running', worker_id = 'w', attempts = 1, heartbeat_at = now() WHERE id = ANY($1)",
+      [runs],
+    );
+    return { trigger, runs };
+  }
+
+  it("the second of two ends at once waits for the first, and the trigger ends completed", async () => {
+    const { trigger, runs } = await twoRunningRuns();
+    const first = await pool.connect();
+    const second = await pool.connect();
+    try {
+      const completed = { status: "completed", diagnostic: null, result: {} } as const;
+      await first.query("BEGIN");
+      expect(await finishInvocation(first, runs[0]!, "w", completed, trigger)).toBe(true);
+      await second.query("BEGIN");
+      const secondEnd = finishInvocation(second, runs[1]!, "w", completed, trigger);
+      // the second end waits on the trigger's row lock the first end holds
+      const waiting = await waitFor(async () => {
+        const { rows } = await pool.query(
+          "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
+          [(second as unknown as { processID: number }).processID],
+        );
+        return rows.length > 0 ? true : undefined;
+      }, "the second run's end to wait for the trigger's lock");
+      expect(waiting).toBe(true);
+      // the first settles while the second run is still running (uncommitted): running
+      await settleLockedTrigger(first, trigger);
+      await first.query("COMMIT");
+      expect(await secondEnd).toBe(true);
+      await settleLockedTrigger(second, trigger);
+      await second.query("COMMIT");
+    } finally {
+      first.release();
+      second.release();
+    }
+    const { rows } = await pool.query("SELECT status FROM svc.triggers WHERE id = $1", [trigger]);
+    expect(rows[0].status).toBe("completed");
+  });
+
+  it("a run no longer held locks nothing and reports false", async () => {
+    const { trigger, runs } = await twoRunningRuns();
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      const ended = await finishInvocation(
+        client,
+        runs[0]!,
+        "another-worker",
+        { status: "completed", diagnostic: null },
+        trigger,
+      );
+      expect(ended).toBe(false);
+      // nobody holds the trigger's row: another session locks it at once
+      const other = await pool.connect();
+      try {
+        await other.query("BEGIN");
+        const { rows } = await other.query("SELECT 1 FROM svc.triggers WHERE id = $1 FOR UPDATE NOWAIT", [
+          trigger,
+        ]);
+        expect(rows).toHaveLength(1);
+        await other.query("ROLLBACK");
+      } finally {
+        other.release();
+      }
+      await client.query("ROLLBACK");
+    } finally {
+      client.release();
+    }
+    const { rows } = await pool.query("SELECT status FROM svc.invocations WHERE id = $1", [runs[0]]);
+    expect(rows[0].status).toBe("running");
+  });
+});
