@@ -73,30 +73,35 @@ function endValues(end: TaskEnd): unknown[] {
   return [end.status, end.exitCode ?? null, end.diagnostic ? JSON.stringify(end.diagnostic) : null];
 }
 
+/** A task that started and ended at once (the result check), with its artifact. */
+export interface RecordedTask {
+  row: { id: string; invocationId: string; kind: TaskKind; name: string; seq: number };
+  end: TaskEnd;
+  artifact: NewArtifact;
+}
+
 /**
- * Ends a task, and in the same statement records its artifact (log, transcript, result) and revokes
- * the token its agent held (`revoke`, a token id). The statements of a run's path are named, so each
- * connection parses and plans them once.
+ * Ends a task, and in the same statement records its artifact (log, transcript), revokes the token
+ * its agent held (`revoke`, a token id), and records the task that follows it at once (`followedBy`: the
+ * agent's result check). The statements of a run's path are named, so each connection parses and
+ * plans them once.
  */
 export async function finishTask(
   db: Queryable,
   id: string,
   end: TaskEnd,
-  artifact?: NewArtifact,
-  revoke?: string,
+  also: { artifact?: NewArtifact; revoke?: string; followedBy?: RecordedTask } = {},
 ): Promise<void> {
+  const { artifact, revoke, followedBy } = also;
   const values = [id, ...endValues(end), end.usage ? JSON.stringify(end.usage) : null];
   const parts: string[] = [];
   const names = ["svc_finish_task"];
   // only a task still running ends here: one the reaper closed (its worker was judged lost and the
   // run went to another attempt) keeps its `worker_lost`, and its late artifact does not replace
   // the new attempt's artifact of the same name
+  const stillRunning = "EXISTS (SELECT 1 FROM svc.tasks WHERE id = $1 AND status = 'running')";
   if (artifact) {
-    const insert = artifactUpsert(
-      artifact,
-      values.length + 1,
-      "EXISTS (SELECT 1 FROM svc.tasks WHERE id = $1 AND status = 'running')",
-    );
+    const insert = artifactUpsert(artifact, values.length + 1, stillRunning);
     parts.push(`artifact AS (${insert.text})`);
     values.push(...insert.values);
     names.push("with_artifact");
@@ -107,33 +112,29 @@ export async function finishTask(
     parts.push(`revoked AS (${tokenRevoke(values.length)})`);
     names.push("revoking");
   }
+  if (followedBy) {
+    // the task after it, and its artifact, only as this task's end is: on the attempt that still
+    // holds the run. The artifact's task reference is checked at the end of the statement
+    const { row } = followedBy;
+    const first = values.length + 1;
+    values.push(row.id, row.invocationId, row.kind, row.name, row.seq, ...endValues(followedBy.end));
+    // typed: in INSERT … SELECT, Postgres does not take parameter types from the target columns
+    const types = ["text", "text", "text", "text", "integer", "text", "integer", "jsonb"];
+    const taskValues = types.map((type, index) => `$${first + index}::${type}`).join(", ");
+    parts.push(`recorded AS (
+       INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status, exit_code, diagnostic, finished_at)
+       SELECT ${taskValues}, now() WHERE ${stillRunning})`);
+    const insert = artifactUpsert(followedBy.artifact, values.length + 1, stillRunning);
+    parts.push(`recorded_artifact AS (${insert.text})`);
+    values.push(...insert.values);
+    names.push("followed_by_task");
+  }
   const update =
     "UPDATE svc.tasks SET status = $2, exit_code = $3, diagnostic = $4, usage = $5, finished_at = now() WHERE id = $1 AND status = 'running'";
   await db.query({
     name: names.join("_"),
     text: parts.length > 0 ? `WITH ${parts.join(", ")} ${update}` : update,
     values,
-  });
-}
-
-/**
- * A task that started and ended at once (the result check), with its artifact: one statement.
- * The artifact's task reference is checked at the end of the statement, after the task exists.
- */
-export async function recordTask(
-  db: Queryable,
-  row: { id: string; invocationId: string; kind: TaskKind; name: string; seq: number },
-  end: TaskEnd,
-  artifact: NewArtifact,
-): Promise<void> {
-  const values = [row.id, row.invocationId, row.kind, row.name, row.seq, ...endValues(end)];
-  const insert = artifactUpsert(artifact, values.length + 1);
-  await db.query({
-    name: "svc_record_task_with_artifact",
-    text: `WITH artifact AS (${insert.text})
-     INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status, exit_code, diagnostic, finished_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())`,
-    values: [...values, ...insert.values],
   });
 }
 

@@ -3,16 +3,17 @@ import { join } from "node:path";
 import { revokeToken } from "../db/api_tokens.ts";
 import type { NewArtifact } from "../db/artifacts.ts";
 import { setInvocationTarget } from "../db/invocations.ts";
-import { finishTask, startTask, type TaskEnd } from "../db/tasks.ts";
+import { finishTask, type RecordedTask, startTask, type TaskEnd } from "../db/tasks.ts";
 import type { Target } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
 import { invocationTargets } from "../shared/queues.ts";
-import { fileArtifact, recordSurface } from "./artifacts.ts";
+import { artifactOf, fileArtifact, recordSurface } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
 import { runIdentity } from "./dispatch.ts";
 import { targetUsable } from "./lanes.ts";
 import { assemblePrompt, orchestrationSection, type Prompt, promptText } from "./prompt.ts";
+import { checkResult } from "./result-check.ts";
 import type { RunEnd, RunState } from "./run-invocation.ts";
 import { stopped } from "./run-invocation.ts";
 import {
@@ -27,7 +28,10 @@ import { runCommandAgent } from "./runtimes/command.ts";
 import { runOpenAiAgent } from "./runtimes/openai.ts";
 import type { AgentOutcome } from "./runtimes/outcome.ts";
 
-export type AgentEnd = { kind: "result"; result: unknown; target: string } | { kind: "ended"; end: RunEnd };
+/** How the agent ended: a result (with what its check found, null when it passed), or the run's end. */
+export type AgentEnd =
+  | { kind: "result"; result: unknown; target: string; invalid: Diagnostic | null }
+  | { kind: "ended"; end: RunEnd };
 
 /** The prompt the agent gets: pipeline, agent, skill, the event and the knowledge delivered into the run. */
 export function agentPrompt(run: RunState): Prompt {
@@ -105,8 +109,8 @@ async function runAgentOn(
   await startTask(records, row, { token: token.stored, knowledge: run.knowledgeUnrecorded });
   run.knowledgeUnrecorded = undefined;
   let revoked = false;
-  const finish = async (end: TaskEnd, log: NewArtifact | undefined) => {
-    await finishTask(records, taskId, end, log, token.stored.issued.id);
+  const finish = async (end: TaskEnd, log: NewArtifact | undefined, followedBy?: RecordedTask) => {
+    await finishTask(records, taskId, end, { artifact: log, revoke: token.stored.issued.id, followedBy });
     revoked = true;
   };
   try {
@@ -127,8 +131,16 @@ async function runAgentOn(
     // the model tokens it used go into the statement that ends the task, whichever way it ended
     const usage = outcome.usage ? { usage: outcome.usage } : {};
     if (outcome.kind === "result") {
-      await finish({ status: "completed", exitCode: 0, ...usage }, log);
-      return { kind: "result", result: outcome.result, target: target.name };
+      // a run that lost its claim (a partition outlived its lease) leaves its result and publishing
+      // to the attempt that holds it now: a result is never recorded or published by two attempts
+      if (input.stillHeld && !(await input.stillHeld())) {
+        await finish({ status: "completed", exitCode: 0, ...usage }, log);
+        return { kind: "ended", end: { kind: "lost" } };
+      }
+      // the result check is recorded by the statement that ends the agent's task
+      const check = resultCheck(run, outcome.result);
+      await finish({ status: "completed", exitCode: 0, ...usage }, log, check.record);
+      return { kind: "result", result: outcome.result, target: target.name, invalid: check.invalid };
     }
     if (outcome.kind === "aborted" && deadline.expired()) {
       const timeout = orchestratorTimeout(input.pipeline.name, target.name, orchestrator?.timeoutMs ?? 0);
@@ -152,6 +164,34 @@ async function runAgentOn(
     // token is revoked on its own. A failed revoke leaves a token that expires by itself
     if (!revoked) await revokeToken(records, token.stored.issued.id).catch(() => {});
   }
+}
+
+/**
+ * The `result.schema` task: the agent's result against the pipeline's schema (skipped without one),
+ * with the result written to `result.json` as its artifact; recorded by the caller.
+ */
+function resultCheck(run: RunState, result: unknown): { record: RecordedTask; invalid: Diagnostic | null } {
+  const { invocationId, paths, pipeline } = run.input;
+  const resultFile = join(paths.logsDir, "result.json");
+  const text = `${JSON.stringify(result, null, 2)}\n`;
+  writeFileSync(resultFile, text);
+  const checkId = newId("task");
+  const artifact = artifactOf(
+    { invocationId, taskId: checkId, path: resultFile, name: "result.json" },
+    Buffer.from(text),
+  );
+  const invalid = pipeline.result ? checkResult(pipeline.result.schema, result) : null;
+  const row = {
+    id: checkId,
+    invocationId,
+    seq: run.seq++,
+    kind: "result_check",
+    name: "result.schema",
+  } as const;
+  const end: TaskEnd = invalid
+    ? { status: "failed", diagnostic: invalid }
+    : { status: pipeline.result ? "completed" : "skipped" };
+  return { record: { row, end, artifact }, invalid };
 }
 
 function orchestratorTimeout(pipeline: string, target: string, ms: number): Diagnostic {

@@ -1,15 +1,14 @@
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type pg from "pg";
 import type { NewArtifact } from "../db/artifacts.ts";
 import { type InvocationKnowledge, recordInvocationKnowledge } from "../db/invocation-knowledge.ts";
 import type { TriggerEvent } from "../db/invocations.ts";
-import { finishTask, recordTask, startTask } from "../db/tasks.ts";
+import { finishTask, startTask } from "../db/tasks.ts";
 import { getTrigger } from "../db/triggers.ts";
 import type { Pipeline } from "../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../shared/diagnostics.ts";
 import { newId } from "../shared/ids.ts";
-import { artifactOf, fileArtifact, recordSurface } from "./artifacts.ts";
+import { fileArtifact, recordSurface } from "./artifacts.ts";
 import { type ResolvedEvent, resolveEvent } from "./dispatch.ts";
 import type { ExecuteDeps } from "./execute-invocation.ts";
 import { prepareRunKnowledge, type RunKnowledge } from "./knowledge-run.ts";
@@ -17,7 +16,6 @@ import { ClaimLostError } from "./outputs/delivery.ts";
 import { runGate } from "./outputs/gate.ts";
 import { publishOutputs } from "./outputs/publish.ts";
 import { runProcessTree } from "./process-tree.ts";
-import { checkResult } from "./result-check.ts";
 import { runAgentOnTargets } from "./run-agent.ts";
 import { withRunSandbox } from "./sandbox/run.ts";
 import { eventEnvironment, setupStepArgv } from "./setup-steps.ts";
@@ -151,13 +149,13 @@ async function runAgentPhases(run: RunState): Promise<RunEnd> {
   const { deps, input, event } = run;
   let result: unknown = null;
   if (input.pipeline.targets.length > 0) {
+    // the agent's result is checked and recorded with its task's end (run-agent.ts)
     const agent = await runAgentOnTargets(run);
     if (agent.kind === "ended") return agent.end;
-    // a run that lost its claim (a partition outlived its lease) leaves its result and publishing
-    // to the attempt that holds it now: a result is never recorded or published by two attempts
-    if (input.stillHeld && !(await input.stillHeld())) return { kind: "lost" };
-    const invalid = await checkRunResult(run, agent.result, agent.target);
-    if (invalid) return invalid;
+    if (agent.invalid) {
+      await recordSurface(run.records, input.invocationId, input.paths.surfaceDir);
+      return { kind: "failed", diagnostic: { ...agent.invalid, target: agent.target } };
+    }
     result = agent.result;
     // a checked result is published before the run is recorded as completed, exactly once per key
     let unpublished: Awaited<ReturnType<typeof publishOutputs>>;
@@ -282,11 +280,11 @@ async function runSetupSteps(run: RunState, onStarted: () => void): Promise<RunE
         { field: `setup[${index}]`, metadata: { step: index, run: step.run, exitCode: outcome.exitCode } },
       );
       const end = { status: "failed", exitCode: outcome.exitCode, diagnostic: failure } as const;
-      await finishTask(records, taskId, end, log);
+      await finishTask(records, taskId, end, { artifact: log });
       await recordSurface(records, invocationId, paths.surfaceDir);
       return { kind: "failed", diagnostic: failure };
     }
-    await finishTask(records, taskId, { status: "completed", exitCode: 0 }, log);
+    await finishTask(records, taskId, { status: "completed", exitCode: 0 }, { artifact: log });
   }
   return undefined;
 }
@@ -302,38 +300,9 @@ export async function stopped(
   revoke?: string,
 ): Promise<RunEnd> {
   if (run.input.isCancelled()) {
-    await finishTask(run.records, taskId, { status: "skipped", diagnostic: CANCELLED }, artifact, revoke);
+    await finishTask(run.records, taskId, { status: "skipped", diagnostic: CANCELLED }, { artifact, revoke });
     return { kind: "cancelled" };
   }
-  await finishTask(run.records, taskId, { status: "skipped" }, artifact, revoke);
+  await finishTask(run.records, taskId, { status: "skipped" }, { artifact, revoke });
   return { kind: "released" };
-}
-
-/** The `result.schema` task: the agent's result against the pipeline's schema (skipped without one). */
-async function checkRunResult(run: RunState, result: unknown, ranOn: string): Promise<RunEnd | undefined> {
-  const { records, input } = run;
-  const { invocationId, paths, pipeline } = input;
-  const resultFile = join(paths.logsDir, "result.json");
-  const text = `${JSON.stringify(result, null, 2)}\n`;
-  writeFileSync(resultFile, text);
-  const checkId = newId("task");
-  const artifact = artifactOf(
-    { invocationId, taskId: checkId, path: resultFile, name: "result.json" },
-    Buffer.from(text),
-  );
-  const invalid = pipeline.result ? checkResult(pipeline.result.schema, result) : null;
-  const task = {
-    id: checkId,
-    invocationId,
-    seq: run.seq++,
-    kind: "result_check",
-    name: "result.schema",
-  } as const;
-  if (invalid) {
-    await recordTask(records, task, { status: "failed", diagnostic: invalid }, artifact);
-    await recordSurface(records, invocationId, paths.surfaceDir);
-    return { kind: "failed", diagnostic: { ...invalid, target: ranOn } };
-  }
-  await recordTask(records, task, { status: pipeline.result ? "completed" : "skipped" }, artifact);
-  return undefined;
 }
