@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +14,9 @@ import { insertTrigger, type TriggerKind } from "../../../db/triggers.ts";
 import type { ConfigSnapshot, Target } from "../../../shared/config/types.ts";
 import { createLogger, type Logger } from "../../../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
+import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
+import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
+import { dispatchTriggers } from "../../../worker/dispatch.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { waitFor } from "../../support/wait-for.ts";
 
@@ -174,4 +178,37 @@ export function groupAlive(pgid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A webhook trigger dispatched by nobody holding a slot: its run waits on its lane, with its lane
+ * job, for any worker to claim. Returns the trigger's id.
+ */
+export async function dispatchToLane(
+  bed: { pool: pg.Pool; boss: PgBoss; config: ConfigSnapshot; logger: Logger },
+  trigger: { source: string; payload?: unknown },
+): Promise<string> {
+  const { pool, boss, config, logger } = bed;
+  const deps = {
+    ...{ pool, boss, config, logger },
+    leaseSeconds: 10,
+    cooldowns: await CredentialCooldowns.load(pool, logger),
+    secrets: await CredentialSecrets.resolve(config, pool, {}),
+  };
+  return withTransaction(pool, async (client) => {
+    const { id } = await insertTrigger(client, {
+      kind: "webhook",
+      source: trigger.source,
+      eventName: trigger.source,
+      deliveryId: null,
+      payloadJson: JSON.stringify(trigger.payload ?? {}),
+    });
+    // no dispatch job was sent for it: the batch's completion of this made-up job id is a no-op
+    const job = { id: randomUUID(), data: { triggerId: id } };
+    const [dispatched] = await dispatchTriggers(deps, client, [job], { workerId: "nobody", left: 0 });
+    const outcome = dispatched!.outcome;
+    if (outcome.kind !== "dispatched" || outcome.claimed)
+      throw new Error(`trigger ${id} was not dispatched onto its lane: ${outcome.kind}`);
+    return id;
+  });
 }

@@ -1,23 +1,18 @@
-import { randomUUID } from "node:crypto";
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureLaneQueue, startBoss } from "../../../db/boss.ts";
-import { withTransaction } from "../../../db/transaction.ts";
-import { insertTrigger } from "../../../db/triggers.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { LOCAL_LANE } from "../../../shared/queues.ts";
-import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
-import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
-import { dispatchTriggers } from "../../../worker/dispatch.ts";
 import { laneTargets } from "../../../worker/lanes.ts";
 import { ensureLeaseQueues, LEASE_QUEUE, LOST_QUEUE } from "../../../worker/leases.ts";
 import { startWorker } from "../../../worker/worker.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,
+  dispatchToLane,
   lineage,
   makeConfig,
   openTestBed,
@@ -65,27 +60,7 @@ describe("worker: the lane job a run is claimed through is its lease", () => {
 
   /** A trigger dispatched with no free slot: its run waits on its lane; its invocation id. */
   async function runOnLane(): Promise<{ trigger: string; invocation: string }> {
-    const deps = {
-      ...{ pool, boss, config, logger },
-      leaseSeconds: 10,
-      cooldowns: await CredentialCooldowns.load(pool, logger),
-      secrets: await CredentialSecrets.resolve(config, pool, {}),
-    };
-    const trigger = await withTransaction(pool, async (client) => {
-      const { id } = await insertTrigger(client, {
-        kind: "webhook",
-        source: "hold-hook",
-        eventName: "hold-hook",
-        deliveryId: null,
-        payloadJson: "{}",
-      });
-      // no dispatch job was sent for it: the batch's completion of this made-up job id is a no-op
-      await dispatchTriggers(deps, client, [{ id: randomUUID(), data: { triggerId: id } }], {
-        workerId: "nobody",
-        left: 0,
-      });
-      return id;
-    });
+    const trigger = await dispatchToLane({ pool, boss, config, logger }, { source: "hold-hook" });
     const { invocations } = await lineage(pool, trigger);
     return { trigger, invocation: invocations[0].id };
   }

@@ -1,20 +1,15 @@
-import { randomUUID } from "node:crypto";
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureLaneQueue, startBoss } from "../../../db/boss.ts";
-import { withTransaction } from "../../../db/transaction.ts";
-import { insertTrigger } from "../../../db/triggers.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
-import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
-import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
-import { dispatchTriggers } from "../../../worker/dispatch.ts";
 import { laneTargets } from "../../../worker/lanes.ts";
 import { ensureLeaseQueues } from "../../../worker/leases.ts";
 import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,
+  dispatchToLane,
   fire,
   lineage,
   makeConfig,
@@ -70,30 +65,8 @@ describe("worker: a thrown error while a run starts gives its slot back", () => 
   });
 
   /** A trigger dispatched with no worker holding a slot: its run waits on its lane for any worker. */
-  async function runOnLane(note: string): Promise<string> {
-    const deps = {
-      ...{ pool, boss, config, logger },
-      leaseSeconds: 10,
-      cooldowns: await CredentialCooldowns.load(pool, logger),
-      secrets: await CredentialSecrets.resolve(config, pool, {}),
-    };
-    return withTransaction(pool, async (client) => {
-      const { id } = await insertTrigger(client, {
-        kind: "webhook",
-        source: "deploy-hook",
-        eventName: "deploy-hook",
-        deliveryId: null,
-        payloadJson: JSON.stringify({ note }),
-      });
-      // no dispatch job was sent for it: the batch's completion of this made-up job id is a no-op
-      const job = { id: randomUUID(), data: { triggerId: id } };
-      const [dispatched] = await dispatchTriggers(deps, client, [job], { workerId: "nobody", left: 0 });
-      const outcome = dispatched!.outcome;
-      expect(outcome.kind).toBe("dispatched");
-      expect(outcome.kind === "dispatched" && outcome.claimed).toBeUndefined();
-      return id;
-    });
-  }
+  const runOnLane = (note: string) =>
+    dispatchToLane({ pool, boss, config, logger }, { source: "deploy-hook", payload: { note } });
 
   /**
    * Starts a one-slot worker while `table` is locked, waits for a backend blocked on `query` (the
