@@ -211,7 +211,8 @@ export async function finishInvocation(
 ): Promise<boolean> {
   // The trigger's lock is taken only when the run was still held, and after its row was written:
   // reading `finished` runs the UPDATE to its (one) row first, so the run's row is locked before
-  // the trigger's, in the order every other writer of both takes them
+  // the trigger's, in the order every other writer of both takes them. `locked` is selected only
+  // so that Postgres runs it: a plain SELECT in WITH runs only when read
   const { rows } = await db.query<{ held: boolean }>({
     name: "svc_finish_invocation",
     text: `WITH finished AS (

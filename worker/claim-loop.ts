@@ -223,10 +223,9 @@ export class ClaimLoop {
       fetched = jobs.length;
       if (jobs.length === 0) return [];
       const taskIds = jobs.flatMap((job) => ("taskId" in job.data ? [job.data.taskId] : []));
-      const ids = jobs.flatMap((job) => ("taskId" in job.data ? [] : [job.data.invocationId]));
-      const runs = await claimRuns(client, ids, workerId, staleAfterMs);
-      // a run's job sent as its lease stays active as the lease; every other run takes one
       const jobOf = new Map(jobs.filter(isInvocationJob).map((job) => [job.data.invocationId, job]));
+      const runs = await claimRuns(client, [...jobOf.keys()], workerId, staleAfterMs);
+      // a run's job sent as its lease stays active as the lease; every other run takes one
       const held: LeaseData[] = [];
       for (const { invocation } of runs) {
         const job = jobOf.get(invocation.id)!;

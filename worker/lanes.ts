@@ -1,8 +1,11 @@
+import type { PgBoss } from "pg-boss";
+import { ensureLaneQueue } from "../db/boss.ts";
 import type { ConfigSnapshot, Pipeline, Target } from "../shared/config/types.ts";
 import type { Logger } from "../shared/logger.ts";
 import { LOCAL_LANE, laneQueue, pipelineLane } from "../shared/queues.ts";
 import type { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import type { CredentialSecrets } from "./credentials/secrets.ts";
+import { ensureLeaseQueues } from "./leases.ts";
 
 export { LOCAL_LANE };
 
@@ -35,6 +38,21 @@ export function laneFor(
 export function laneTargets(config: Pick<ConfigSnapshot, "targets">): Map<string, string | null> {
   const lanes = new Map<string, string | null>([[LOCAL_LANE, null]]);
   for (const target of Object.values(config.targets)) lanes.set(laneQueue(target.name), target.name);
+  return lanes;
+}
+
+/**
+ * The queues a worker needs before it dispatches or claims: the lease queues (the lost-lease queue
+ * is also the dead letter of every lane job sent as a lease) and every lane it serves, which it
+ * returns with their targets.
+ */
+export async function ensureWorkerQueues(
+  boss: PgBoss,
+  config: Pick<ConfigSnapshot, "targets">,
+): Promise<Map<string, string | null>> {
+  await ensureLeaseQueues(boss, config.targets);
+  const lanes = laneTargets(config);
+  for (const lane of lanes.keys()) await ensureLaneQueue(boss, lane, config.targets);
   return lanes;
 }
 

@@ -3,11 +3,11 @@ import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureLaneQueue, startBoss } from "../../../db/boss.ts";
+import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { LOCAL_LANE } from "../../../shared/queues.ts";
-import { laneTargets } from "../../../worker/lanes.ts";
-import { ensureLeaseQueues, LEASE_QUEUE, LOST_QUEUE } from "../../../worker/leases.ts";
+import { ensureWorkerQueues } from "../../../worker/lanes.ts";
+import { LEASE_QUEUE, LOST_QUEUE } from "../../../worker/leases.ts";
 import { startWorker } from "../../../worker/worker.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
@@ -49,8 +49,7 @@ describe("worker: the lane job a run is claimed through is its lease", () => {
       },
     });
     boss = await startBoss({ url: database.url, supervise: false });
-    await ensureLeaseQueues(boss, config.targets);
-    for (const lane of laneTargets(config).keys()) await ensureLaneQueue(boss, lane, config.targets);
+    await ensureWorkerQueues(boss, config);
   });
 
   afterAll(async () => {

@@ -1,9 +1,9 @@
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureLaneQueue, startBoss } from "../../../db/boss.ts";
+import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
-import { laneTargets } from "../../../worker/lanes.ts";
+import { ensureWorkerQueues } from "../../../worker/lanes.ts";
 import { startWorker } from "../../../worker/worker.ts";
 import {
   captureLogger,
@@ -45,7 +45,7 @@ describe("worker: an agent's run token dies with its attempt", () => {
       },
     });
     boss = await startBoss({ url: bed.database.url, supervise: false });
-    for (const lane of laneTargets(config).keys()) await ensureLaneQueue(boss, lane, config.targets);
+    await ensureWorkerQueues(boss, config);
   });
 
   afterAll(async () => {

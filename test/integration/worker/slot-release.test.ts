@@ -1,10 +1,9 @@
 import pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureLaneQueue, startBoss } from "../../../db/boss.ts";
+import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
-import { laneTargets } from "../../../worker/lanes.ts";
-import { ensureLeaseQueues } from "../../../worker/leases.ts";
+import { ensureWorkerQueues } from "../../../worker/lanes.ts";
 import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
@@ -54,9 +53,7 @@ describe("worker: a thrown error while a run starts gives its slot back", () => 
       },
     });
     boss = await startBoss({ url: database.url, supervise: false });
-    // the queues a worker creates at start-up, the lost-lease queue (a lane job's dead letter) too
-    await ensureLeaseQueues(boss, config.targets);
-    for (const lane of laneTargets(config).keys()) await ensureLaneQueue(boss, lane, config.targets);
+    await ensureWorkerQueues(boss, config);
   });
 
   afterAll(async () => {
