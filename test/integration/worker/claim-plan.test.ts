@@ -1,0 +1,75 @@
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { claimRuns, insertQueuedRuns } from "../../../db/invocations.ts";
+import { insertTrigger } from "../../../db/triggers.ts";
+import { newId } from "../../../shared/ids.ts";
+import { openTestBed, type TestBed } from "./helpers.ts";
+
+/**
+ * A lane claim of one run (one slot came free: the common case in a drain) runs a statement of its
+ * own, by `id = $1`, which Postgres plans once per connection. By `id = ANY($1)` it planned the
+ * claim again at every call, and that planning cost as much as the claim.
+ */
+describe("claimRuns: the one-run claim is planned once per connection", () => {
+  let bed: TestBed;
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    bed = await openTestBed();
+    pool = bed.pool;
+  });
+  afterAll(async () => {
+    await bed?.close();
+  });
+
+  /** `count` queued runs of one trigger; their invocation ids */
+  async function queuedRuns(count: number): Promise<string[]> {
+    const { id: trigger } = await insertTrigger(pool, {
+      kind: "manual",
+      source: "p",
+      eventName: "p",
+      deliveryId: null,
+      payloadJson: '{"n":1}',
+    });
+    const ids = Array.from({ length: count }, () => newId("invocation"));
+    await insertQueuedRuns(
+      pool,
+      ids.map((invocationId) => ({
+        workloadId: newId("workload"),
+        triggerId: trigger,
+        pipeline: "p",
+        pipelineVersion: "1.0.0",
+        owner: null,
+        workspace: bed.dir,
+        invocationId,
+        target: null,
+      })),
+    );
+    return ids;
+  }
+
+  it("claims one run at a time on a generic plan, and still claims a batch by its ids", async () => {
+    const ids = await queuedRuns(12);
+    const client = await pool.connect();
+    try {
+      for (const id of ids.slice(0, 10)) {
+        const [run] = await claimRuns(client, [id], "w", 60_000);
+        expect(run?.invocation).toMatchObject({ id, status: "running", worker_id: "w", attempts: 1 });
+        expect(run?.trigger).toMatchObject({ kind: "manual", payload: { n: 1 } });
+        // a run claimed already is not claimed twice
+        expect(await claimRuns(client, [id], "w2", 60_000)).toEqual([]);
+      }
+      const { rows } = await client.query<{ generic_plans: string; custom_plans: string }>(
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'svc_claim_run'",
+      );
+      // Postgres tries five custom plans before it compares them with the generic one
+      expect(Number(rows[0]?.custom_plans)).toBeLessThanOrEqual(5);
+      expect(Number(rows[0]?.generic_plans)).toBeGreaterThanOrEqual(15);
+
+      const batch = await claimRuns(client, ids.slice(10), "w", 60_000);
+      expect(batch.map((run) => run.invocation.id).sort()).toEqual(ids.slice(10).sort());
+    } finally {
+      client.release();
+    }
+  });
+});
