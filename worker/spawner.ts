@@ -68,7 +68,12 @@ export class Spawner {
 
   static async start(): Promise<Spawner> {
     const child = fork(MAIN, [], {
-      execArgv: typeStrippingExecArgv(),
+      // a young generation of 1 MB: a fork copies the spawner's page tables, so its cost follows
+      // the spawner's resident memory. With V8's default the young generation grows to 32 MB and
+      // the old one keeps growing after it: 92 MB of anonymous memory after 16,000 spawns against
+      // 39 MB with this bound, and 0.3 ms more CPU a run over them. The spawner holds almost
+      // nothing between spawns, so the smaller young generation costs it no measurable GC time.
+      execArgv: [...typeStrippingExecArgv(), "--max-semi-space-size=1"],
       detached: true,
       stdio: ["ignore", "inherit", "inherit", "ipc"],
       env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
