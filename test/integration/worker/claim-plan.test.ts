@@ -1,9 +1,7 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimRuns, insertQueuedRuns } from "../../../db/invocations.ts";
-import { insertTrigger } from "../../../db/triggers.ts";
-import { newId } from "../../../shared/ids.ts";
-import { openTestBed, type TestBed } from "./helpers.ts";
+import { claimRuns } from "../../../db/invocations.ts";
+import { openTestBed, queuedRunsOfOneTrigger, type TestBed } from "./helpers.ts";
 
 /**
  * A lane claim of one run (one slot came free: the common case in a drain) runs a statement of its
@@ -22,34 +20,8 @@ describe("claimRuns: the one-run claim is planned once per connection", () => {
     await bed?.close();
   });
 
-  /** `count` queued runs of one trigger; their invocation ids */
-  async function queuedRuns(count: number): Promise<string[]> {
-    const { id: trigger } = await insertTrigger(pool, {
-      kind: "manual",
-      source: "p",
-      eventName: "p",
-      deliveryId: null,
-      payloadJson: '{"n":1}',
-    });
-    const ids = Array.from({ length: count }, () => newId("invocation"));
-    await insertQueuedRuns(
-      pool,
-      ids.map((invocationId) => ({
-        workloadId: newId("workload"),
-        triggerId: trigger,
-        pipeline: "p",
-        pipelineVersion: "1.0.0",
-        owner: null,
-        workspace: bed.dir,
-        invocationId,
-        target: null,
-      })),
-    );
-    return ids;
-  }
-
   it("claims one run at a time on a generic plan, and still claims a batch by its ids", async () => {
-    const ids = await queuedRuns(12);
+    const { runs: ids } = await queuedRunsOfOneTrigger(bed, 12, '{"n":1}');
     const client = await pool.connect();
     try {
       for (const id of ids.slice(0, 10)) {

@@ -1,10 +1,8 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { finishInvocation, insertQueuedRuns } from "../../../db/invocations.ts";
+import { finishInvocation } from "../../../db/invocations.ts";
 import { settleLockedTrigger } from "../../../db/trigger-status.ts";
-import { insertTrigger } from "../../../db/triggers.ts";
-import { newId } from "../../../shared/ids.ts";
-import { openTestBed, type TestBed, waitFor } from "./helpers.ts";
+import { openTestBed, queuedRunsOfOneTrigger, type TestBed, waitFor } from "./helpers.ts";
 
 /**
  * A run's end locks its trigger in the statement that writes the end (db/invocations.ts
@@ -25,28 +23,8 @@ describe("the end of a run locks its trigger with it", () => {
 
   /** A trigger with two runs, both held by worker `w`. */
   async function twoRunningRuns(): Promise<{ trigger: string; runs: string[] }> {
-    const { id: trigger } = await insertTrigger(pool, {
-      kind: "manual",
-      source: "p",
-      eventName: "p",
-      deliveryId: null,
-      payloadJson: "{}",
-    });
+    const { trigger, runs } = await queuedRunsOfOneTrigger(bed, 2);
     await pool.query("UPDATE svc.triggers SET status = 'running' WHERE id = $1", [trigger]);
-    const runs = [newId("invocation"), newId("invocation")];
-    await insertQueuedRuns(
-      pool,
-      runs.map((invocationId) => ({
-        workloadId: newId("workload"),
-        triggerId: trigger,
-        pipeline: "p",
-        pipelineVersion: "1.0.0",
-        owner: null,
-        workspace: bed.dir,
-        invocationId,
-        target: null,
-      })),
-    );
     await pool.query(
       "UPDATE svc.invocations SET status = 'running', worker_id = 'w', attempts = 1, heartbeat_at = now() WHERE id = ANY($1)",
       [runs],

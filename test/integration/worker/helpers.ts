@@ -8,10 +8,12 @@ import type { PgBoss } from "pg-boss";
 import { inject } from "vitest";
 import { transactionDb, wakeWorkers } from "../../../db/boss.ts";
 import { createPool } from "../../../db/connect.ts";
+import { insertQueuedRuns } from "../../../db/invocations.ts";
 import { migrate } from "../../../db/migrate.ts";
 import { withTransaction } from "../../../db/transaction.ts";
 import { insertTrigger, type TriggerKind } from "../../../db/triggers.ts";
 import type { ConfigSnapshot, Target } from "../../../shared/config/types.ts";
+import { newId } from "../../../shared/ids.ts";
 import { createLogger, type Logger } from "../../../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
@@ -178,6 +180,39 @@ export function groupAlive(pgid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * A manual trigger with `count` queued runs, written as dispatch writes them, without a lane job:
+ * for tests that claim or end runs themselves. Returns the trigger's id and the runs' invocation ids.
+ */
+export async function queuedRunsOfOneTrigger(
+  bed: Pick<TestBed, "pool" | "dir">,
+  count: number,
+  payloadJson = "{}",
+): Promise<{ trigger: string; runs: string[] }> {
+  const { id: trigger } = await insertTrigger(bed.pool, {
+    kind: "manual",
+    source: "p",
+    eventName: "p",
+    deliveryId: null,
+    payloadJson,
+  });
+  const runs = Array.from({ length: count }, () => newId("invocation"));
+  await insertQueuedRuns(
+    bed.pool,
+    runs.map((invocationId) => ({
+      workloadId: newId("workload"),
+      triggerId: trigger,
+      pipeline: "p",
+      pipelineVersion: "1.0.0",
+      owner: null,
+      workspace: bed.dir,
+      invocationId,
+      target: null,
+    })),
+  );
+  return { trigger, runs };
 }
 
 /**
