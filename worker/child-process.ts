@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { closeSync, openSync, write } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 
 /** What starting a setup step or agent needs: argv, never shell text. */
 export interface ChildSpec {
@@ -50,11 +50,16 @@ export function startChild(spec: ChildSpec): { pid: number | undefined; exited: 
     stdio: [spec.stdin === undefined ? "ignore" : "pipe", spec.captureStdout ? "pipe" : log, log],
   });
   let stdout = "";
-  let writes = Promise.resolve();
   child.stdout?.on("data", (chunk: Buffer) => {
     stdout += chunk.toString("utf8");
-    // in arrival order, one after another; a failed write loses log text, never the result
-    writes = writes.then(() => new Promise((resolve) => write(log, chunk, () => resolve())));
+    // on the event loop, in arrival order: a chunk of a pipe (64 KB at most) into a local file.
+    // Through the thread pool each chunk cost two thread hand-offs: the spawner used 1.43 ms of CPU a
+    // run against 1.58 ms (five interleaved pairs of 2,000 runs, lower in four).
+    try {
+      writeSync(log, chunk);
+    } catch {
+      // a failed write (a full disk) loses log text, never the result
+    }
   });
   if (child.stdin) {
     child.stdin.on("error", () => {}); // an agent that never reads its stdin closes the pipe early
@@ -65,10 +70,8 @@ export function startChild(spec: ChildSpec): { pid: number | undefined; exited: 
     const finish = (exit: Omit<ChildExit, "stdout">) => {
       if (settled) return;
       settled = true;
-      void writes.then(() => {
-        closeSync(log);
-        resolve({ ...exit, stdout });
-      });
+      closeSync(log);
+      resolve({ ...exit, stdout });
     };
     child.on("error", (error) => finish({ exitCode: null, signal: null, spawnError: error.message }));
     child.on("close", (exitCode, signal) => finish({ exitCode, signal }));
