@@ -123,6 +123,14 @@ export async function claimRuns(
   staleAfterMs: number,
 ): Promise<ClaimedRun[]> {
   if (ids.length === 0) return [];
+  // one run (the common claim: one slot came free) by a statement of its own. Postgres plans a
+  // statement by `id = ANY($1)` again at every call, as its generic plan is estimated for ten ids
+  // and dearer than a one-id custom plan (the planning cost as much as the claim itself); by
+  // `id = $1`, it plans once per connection
+  const byIds =
+    ids.length === 1
+      ? { name: "svc_claim_run", match: "id = $1", value: ids[0] }
+      : { name: "svc_claim_runs", match: "id = ANY($1::text[])", value: ids };
   const { rows } = await db.query<
     InvocationRow & {
       run_pipeline: string;
@@ -134,16 +142,12 @@ export async function claimRuns(
       trigger_replay_of: string | null;
     }
   >({
-    // one run (the common claim: one slot came free) by a statement of its own. Postgres plans a
-    // statement by `id = ANY($1)` again at every call, as its generic plan is estimated for ten
-    // ids and dearer than a one-id custom plan (the planning cost as much as the claim itself);
-    // by `id = $1`, it plans once per connection
-    name: ids.length === 1 ? "svc_claim_run" : "svc_claim_runs",
+    name: byIds.name,
     text: `WITH claimed AS (
        UPDATE svc.invocations
           SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
               started_at = coalesce(started_at, now()), updated_at = now()
-        WHERE ${ids.length === 1 ? "id = $1" : "id = ANY($1::text[])"}
+        WHERE ${byIds.match}
           AND (status = 'queued'
                OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
         RETURNING *)
@@ -153,7 +157,7 @@ export async function claimRuns(
        FROM claimed c
        JOIN svc.workloads w ON w.id = c.workload_id
        LEFT JOIN svc.triggers t ON t.id = w.trigger_id`,
-    values: [ids.length === 1 ? ids[0] : ids, workerId, staleAfterMs],
+    values: [byIds.value, workerId, staleAfterMs],
   });
   return rows.map((row) => {
     const {
