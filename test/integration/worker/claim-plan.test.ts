@@ -1,7 +1,6 @@
-import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claimRuns } from "../../../db/invocations.ts";
-import { openTestBed, queuedRunsOfOneTrigger, type TestBed } from "./helpers.ts";
+import { describeTestBed, queuedRunsOfOneTrigger } from "./helpers.ts";
 
 /**
  * A lane claim of one run (one slot came free: the common case in a drain) runs a statement of its
@@ -9,20 +8,11 @@ import { openTestBed, queuedRunsOfOneTrigger, type TestBed } from "./helpers.ts"
  * claim again at every call, and that planning cost as much as the claim.
  */
 describe("claimRuns: the one-run claim is planned once per connection", () => {
-  let bed: TestBed;
-  let pool: pg.Pool;
-
-  beforeAll(async () => {
-    bed = await openTestBed();
-    pool = bed.pool;
-  });
-  afterAll(async () => {
-    await bed?.close();
-  });
+  const bed = describeTestBed();
 
   it("claims one run at a time on a generic plan, and still claims a batch by its ids", async () => {
     const { runs: ids } = await queuedRunsOfOneTrigger(bed, 12, '{"n":1}');
-    const client = await pool.connect();
+    const client = await bed.pool.connect();
     try {
       for (const id of ids.slice(0, 10)) {
         const [run] = await claimRuns(client, [id], "w", 60_000);

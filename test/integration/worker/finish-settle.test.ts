@@ -1,8 +1,7 @@
-import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { finishInvocation } from "../../../db/invocations.ts";
 import { settleLockedTrigger } from "../../../db/trigger-status.ts";
-import { openTestBed, queuedRunsOfOneTrigger, type TestBed, waitFor } from "./helpers.ts";
+import { describeTestBed, queuedRunsOfOneTrigger, waitFor } from "./helpers.ts";
 
 /**
  * A run's end locks its trigger in the statement that writes the end (db/invocations.ts
@@ -10,22 +9,13 @@ import { openTestBed, queuedRunsOfOneTrigger, type TestBed, waitFor } from "./he
  * second waits for the first's commit and its settlement sees both ends.
  */
 describe("the end of a run locks its trigger with it", () => {
-  let bed: TestBed;
-  let pool: pg.Pool;
-
-  beforeAll(async () => {
-    bed = await openTestBed();
-    pool = bed.pool;
-  });
-  afterAll(async () => {
-    await bed?.close();
-  });
+  const bed = describeTestBed();
 
   /** A trigger with two runs, both held by worker `w`. */
   async function twoRunningRuns(): Promise<{ trigger: string; runs: string[] }> {
     const { trigger, runs } = await queuedRunsOfOneTrigger(bed, 2);
-    await pool.query("UPDATE svc.triggers SET status = 'running' WHERE id = $1", [trigger]);
-    await pool.query(
+    await bed.pool.query("UPDATE svc.triggers SET status = 'running' WHERE id = $1", [trigger]);
+    await bed.pool.query(
       "UPDATE svc.invocations SET status = 'running', worker_id = 'w', attempts = 1, heartbeat_at = now() WHERE id = ANY($1)",
       [runs],
     );
@@ -34,8 +24,8 @@ describe("the end of a run locks its trigger with it", () => {
 
   it("the second of two ends at once waits for the first, and the trigger ends completed", async () => {
     const { trigger, runs } = await twoRunningRuns();
-    const first = await pool.connect();
-    const second = await pool.connect();
+    const first = await bed.pool.connect();
+    const second = await bed.pool.connect();
     try {
       const completed = { status: "completed", diagnostic: null, result: {} } as const;
       await first.query("BEGIN");
@@ -44,7 +34,7 @@ describe("the end of a run locks its trigger with it", () => {
       const secondEnd = finishInvocation(second, runs[1]!, "w", completed, trigger);
       // the second end waits on the trigger's row lock the first end holds
       const waiting = await waitFor(async () => {
-        const { rows } = await pool.query(
+        const { rows } = await bed.pool.query(
           "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
           [(second as unknown as { processID: number }).processID],
         );
@@ -61,13 +51,13 @@ describe("the end of a run locks its trigger with it", () => {
       first.release();
       second.release();
     }
-    const { rows } = await pool.query("SELECT status FROM svc.triggers WHERE id = $1", [trigger]);
+    const { rows } = await bed.pool.query("SELECT status FROM svc.triggers WHERE id = $1", [trigger]);
     expect(rows[0].status).toBe("completed");
   });
 
   it("a run no longer held locks nothing and reports false", async () => {
     const { trigger, runs } = await twoRunningRuns();
-    const client = await pool.connect();
+    const client = await bed.pool.connect();
     try {
       await client.query("BEGIN");
       const ended = await finishInvocation(
@@ -79,7 +69,7 @@ describe("the end of a run locks its trigger with it", () => {
       );
       expect(ended).toBe(false);
       // nobody holds the trigger's row: another session locks it at once
-      const other = await pool.connect();
+      const other = await bed.pool.connect();
       try {
         await other.query("BEGIN");
         const { rows } = await other.query("SELECT 1 FROM svc.triggers WHERE id = $1 FOR UPDATE NOWAIT", [
@@ -94,7 +84,7 @@ describe("the end of a run locks its trigger with it", () => {
     } finally {
       client.release();
     }
-    const { rows } = await pool.query("SELECT status FROM svc.invocations WHERE id = $1", [runs[0]]);
+    const { rows } = await bed.pool.query("SELECT status FROM svc.invocations WHERE id = $1", [runs[0]]);
     expect(rows[0].status).toBe("running");
   });
 });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import { transactionDb, wakeWorkers } from "../../../db/boss.ts";
 import { createPool } from "../../../db/connect.ts";
 import { insertQueuedRuns } from "../../../db/invocations.ts";
@@ -85,6 +85,35 @@ export async function openTestBed(): Promise<TestBed> {
       await pool.end();
       await database.drop();
       await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * The test bed of the describe block that calls this: opened before its tests, closed after them.
+ * Its fields are read inside the tests, once it is open.
+ */
+export function describeTestBed(): Pick<TestBed, "database" | "pool" | "dir"> {
+  let bed: TestBed | undefined;
+  beforeAll(async () => {
+    bed = await openTestBed();
+  });
+  afterAll(async () => {
+    await bed?.close();
+  });
+  const open = (): TestBed => {
+    if (!bed) throw new Error("the test bed is read before its beforeAll opened it");
+    return bed;
+  };
+  return {
+    get database() {
+      return open().database;
+    },
+    get pool() {
+      return open().pool;
+    },
+    get dir() {
+      return open().dir;
     },
   };
 }

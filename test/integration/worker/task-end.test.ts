@@ -1,11 +1,10 @@
-import type pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { insertQueuedRuns } from "../../../db/invocations.ts";
 import { failOpenTasks, finishTask, type RecordedTask, startTask } from "../../../db/tasks.ts";
 import { insertTrigger } from "../../../db/triggers.ts";
 import { diagnostic } from "../../../shared/diagnostics.ts";
 import { newId } from "../../../shared/ids.ts";
-import { openTestBed, type TestBed } from "./helpers.ts";
+import { describeTestBed } from "./helpers.ts";
 
 /**
  * The agent's task end records its result check in the same statement (db/tasks.ts finishTask
@@ -13,27 +12,18 @@ import { openTestBed, type TestBed } from "./helpers.ts";
  * closed records no result check and no result artifact.
  */
 describe("an agent task's end records its result check with it", () => {
-  let bed: TestBed;
-  let pool: pg.Pool;
-
-  beforeAll(async () => {
-    bed = await openTestBed();
-    pool = bed.pool;
-  });
-  afterAll(async () => {
-    await bed?.close();
-  });
+  const bed = describeTestBed();
 
   async function runningAgentTask(): Promise<{ invocation: string; task: string; check: RecordedTask }> {
     const invocation = newId("invocation");
-    const { id: triggerId } = await insertTrigger(pool, {
+    const { id: triggerId } = await insertTrigger(bed.pool, {
       kind: "manual",
       source: "p",
       eventName: "p",
       deliveryId: null,
       payloadJson: "{}",
     });
-    await insertQueuedRuns(pool, [
+    await insertQueuedRuns(bed.pool, [
       {
         workloadId: newId("workload"),
         triggerId,
@@ -46,7 +36,13 @@ describe("an agent task's end records its result check with it", () => {
       },
     ]);
     const task = newId("task");
-    await startTask(pool, { id: task, invocationId: invocation, kind: "agent", name: "agent on t", seq: 0 });
+    await startTask(bed.pool, {
+      id: task,
+      invocationId: invocation,
+      kind: "agent",
+      name: "agent on t",
+      seq: 0,
+    });
     const checkId = newId("task");
     const check: RecordedTask = {
       row: { id: checkId, invocationId: invocation, kind: "result_check", name: "result.schema", seq: 1 },
@@ -67,21 +63,21 @@ describe("an agent task's end records its result check with it", () => {
 
   const tasksOf = async (invocation: string) =>
     (
-      await pool.query(
+      await bed.pool.query(
         "SELECT kind, status, diagnostic->>'code' AS code FROM svc.tasks WHERE invocation_id = $1 ORDER BY seq",
         [invocation],
       )
     ).rows;
   const artifactsOf = async (invocation: string) =>
     (
-      await pool.query("SELECT name, task_id FROM svc.artifacts WHERE invocation_id = $1 ORDER BY name", [
+      await bed.pool.query("SELECT name, task_id FROM svc.artifacts WHERE invocation_id = $1 ORDER BY name", [
         invocation,
       ])
     ).rows;
 
   it("writes the agent's end, the check and its artifact in one statement", async () => {
     const { invocation, task, check } = await runningAgentTask();
-    await finishTask(pool, task, { status: "completed", exitCode: 0 }, { followedBy: check });
+    await finishTask(bed.pool, task, { status: "completed", exitCode: 0 }, { followedBy: check });
     expect(await tasksOf(invocation)).toEqual([
       { kind: "agent", status: "completed", code: null },
       { kind: "result_check", status: "failed", code: "result_invalid" },
@@ -91,8 +87,8 @@ describe("an agent task's end records its result check with it", () => {
 
   it("records nothing after a task the reaper closed", async () => {
     const { invocation, task, check } = await runningAgentTask();
-    await failOpenTasks(pool, invocation, diagnostic("worker_lost", "gone"));
-    await finishTask(pool, task, { status: "completed", exitCode: 0 }, { followedBy: check });
+    await failOpenTasks(bed.pool, invocation, diagnostic("worker_lost", "gone"));
+    await finishTask(bed.pool, task, { status: "completed", exitCode: 0 }, { followedBy: check });
     expect(await tasksOf(invocation)).toEqual([{ kind: "agent", status: "failed", code: "worker_lost" }]);
     expect(await artifactsOf(invocation)).toEqual([]);
   });
