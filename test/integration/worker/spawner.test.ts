@@ -119,8 +119,8 @@ describe("spawner", () => {
     const before = await rssKib(spawner.pid!);
     await steps(3_000);
     // growth over these 3,000 steps, measured on a 2-core host: 6.4-6.5 MB with the young generation
-    // bounded, 21-23 MB with V8's default (twice each). 4,000 steps took 35 s there; a process start
-    // cost that host 5 ms of CPU, so a timeout near the run time would fail on a slow host, not a leak
+    // bounded, 21-23 MB with V8's default (twice each). 4,000 steps took 35 s there, where spawn()
+    // alone blocked for 5-6 ms; 8,000 took 83 s, near the old 90 s timeout: a slow host, not a leak
     expect((await rssKib(spawner.pid!))! - before!).toBeLessThan(14 * 1024);
   }, 240_000);
 
