@@ -29,7 +29,7 @@ import {
   writeConfigDir,
 } from "../test/e2e/worker/processes.ts";
 import { installPinnedCli } from "../test/support/agent-clis.ts";
-import { runProcessTree } from "../worker/process-tree.ts";
+import { runProcessTree } from "../worker/exec/process.ts";
 import { claudeCode } from "../worker/runtimes/agent-cli/claude-code.ts";
 import { codex } from "../worker/runtimes/agent-cli/codex.ts";
 import { cliEnvironment, freshHome } from "../worker/runtimes/agent-cli/isolation.ts";

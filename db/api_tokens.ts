@@ -113,7 +113,7 @@ export function issueSandboxToken(
 }
 
 /**
- * The token of one agent run (see worker/run-token.ts), not stored yet: bound to its invocation,
+ * The token of one agent run (see worker/run/run-token.ts), not stored yet: bound to its invocation,
  * revoked when the run ends and expiring on its own should the worker die. `sandboxed` marks a run
  * inside a sandbox: host tools refuse its token whatever its scopes.
  */
@@ -127,7 +127,7 @@ export function newRunToken(options: {
   return newToken({ name: `run/${options.invocationId}`, ...options });
 }
 
-/** A run token stored at once (an orchestrated task's agent: worker/run-token.ts withRunToken). */
+/** A run token stored at once (an orchestrated task's agent: worker/run/run-token.ts withRunToken). */
 export function issueRunToken(
   db: Queryable,
   options: Parameters<typeof newRunToken>[0],

@@ -7,7 +7,7 @@ import { recordTriggers } from "./record-trigger.ts";
 /**
  * An eval run: curated cases re-fired through one pipeline as configured now. Each case becomes a
  * `replay` trigger whose `source` is the pipeline and whose `eval_run_id` names the run, so the
- * worker runs that pipeline alone on the case's event (worker/match-pipelines.ts). The run, its
+ * worker runs that pipeline alone on the case's event (worker/event/match.ts). The run, its
  * triggers, their case links and their dispatch jobs commit together or not at all.
  */
 export interface EvalRun {

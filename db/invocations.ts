@@ -94,7 +94,7 @@ export async function insertWorkloadWithClaimedInvocation(
   return rows[0]!;
 }
 
-/** The trigger fields a run resolves its event from (worker/dispatch.ts resolveEvent). */
+/** The trigger fields a run resolves its event from (worker/queue/dispatch.ts resolveEvent). */
 export interface TriggerEvent {
   kind: string;
   source: string;
@@ -282,7 +282,7 @@ export async function lockStaleInvocations(
 }
 
 /**
- * The runs whose pg-boss lease failed (worker/leases.ts), locked, if each is still `running` under
+ * The runs whose pg-boss lease failed (worker/queue/run-leases.ts), locked, if each is still `running` under
  * the worker and attempt that held the lease: a run that finished, was cancelled or was taken over
  * since is not returned, so a late or repeated lost lease changes nothing.
  */

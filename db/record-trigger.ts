@@ -10,7 +10,7 @@ import { insertTriggers, type NewTrigger } from "./triggers.ts";
  * either both or neither. A redelivery (same source and delivery id) finds the first trigger and
  * sends nothing, so one delivery never dispatches twice. Every path that creates a trigger (webhooks,
  * code host, tracker, fire, replay, URL dispatch, schedules) comes through here; the worker's
- * dispatch then turns it into a run (worker/dispatch.ts).
+ * dispatch then turns it into a run (worker/queue/dispatch.ts).
  *
  * The workers are woken after the commit (wakeWorkers), never inside the transaction: a transaction
  * that NOTIFYs holds Postgres's notify lock through its WAL flush, so concurrent ones would commit

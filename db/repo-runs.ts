@@ -3,7 +3,7 @@ import type { Queryable } from "./queryable.ts";
 
 /**
  * What svc did for a repository and its pull requests, read from the triggers' payloads the way
- * worker/event-context.ts reads them: `repository.full_name` (code-host events), else a top-level or
+ * worker/event/context.ts reads them: `repository.full_name` (code-host events), else a top-level or
  * `args` `repo` (bearer webhooks and fires). Pull requests are `pull_request.number`, or
  * `issue.number` of a comment on a pull request.
  */

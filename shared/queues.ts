@@ -22,7 +22,7 @@ export function laneQueue(target: string | null): string {
  * target that `usable` accepts, else its
  * first target (whose lane is stopped, so the job waits there until a credential comes back), else
  * the local lane. `usable`: the chosen lane can run now. The worker passes what it knows of
- * credentials (worker/lanes.ts); the ingress, which does not track them, takes every target as usable.
+ * credentials (worker/queue/lanes.ts); the ingress, which does not track them, takes every target as usable.
  */
 export function pipelineLane<T extends { name: string }>(
   pipeline: RunTargets,
@@ -60,7 +60,7 @@ export interface InvocationJob {
   invocationId: string;
   /**
    * The attempt its claim makes (the invocation's `attempts` once claimed), on a job sent as a lease:
-   * the claiming worker keeps it active for the run (worker/leases.ts laneLease).
+   * the claiming worker keeps it active for the run (worker/queue/run-leases.ts laneLease).
    */
   attempt?: number;
 }

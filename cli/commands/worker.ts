@@ -5,7 +5,7 @@ import { loadConfig } from "../../shared/config/load.ts";
 import { RetrievalToolError } from "../../shared/knowledge/qmd.ts";
 import { KnowledgeIndexError } from "../../shared/knowledge/service.ts";
 import { addLogFile, createLogger, LogFileError } from "../../shared/logger.ts";
-import { startWorker } from "../../worker/worker.ts";
+import { startWorker } from "../../worker/main.ts";
 import { configDirOf, dirFlag } from "../config-dir-flag.ts";
 
 function millis(env: NodeJS.ProcessEnv, name: string): number | undefined {

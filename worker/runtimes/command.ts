@@ -4,8 +4,8 @@ import type { CommandTarget } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
-import { type ProcessSpec, runProcessTree } from "../process-tree.ts";
-import { lastJsonObject } from "../result-check.ts";
+import { type ProcessSpec, runProcessTree } from "../exec/process.ts";
+import { lastJsonObject } from "../run/result-check.ts";
 import { authFailureReason, outputSince, transcriptSize } from "./command-credentials.ts";
 import type { AgentOutcome } from "./outcome.ts";
 

@@ -6,9 +6,9 @@ import { diagnostic } from "../../shared/diagnostics.ts";
 import { classifyResponse } from "../credentials/classify.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
-import type { Prompt } from "../prompt.ts";
-import { lastJsonObject } from "../result-check.ts";
-import type { RunAccess } from "../run-token.ts";
+import type { Prompt } from "../run/prompt.ts";
+import { lastJsonObject } from "../run/result-check.ts";
+import type { RunAccess } from "../run/run-token.ts";
 import type { AgentOutcome, TokenUsage } from "./outcome.ts";
 import type { OpenAiTool, ToolSession } from "./tool-client.ts";
 

@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { RunAccess } from "../run-token.ts";
+import type { RunAccess } from "../run/run-token.ts";
 
 /** Above the SDK's 60 s default: `wait_tasks` may wait up to 600 s for an orchestrator's tasks. */
 const CALL_TIMEOUT_MS = 660_000;

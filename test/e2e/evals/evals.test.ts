@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { fisherExact } from "../../../shared/statistics.ts";
-import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
+import { type RunningWorker, startWorker } from "../../../worker/main.ts";
 import { type ApiHarness, startApi, tokensBlock } from "../../integration/api/support.ts";
 import {
   captureLogger,

@@ -7,7 +7,7 @@ import { startBoss } from "../../../db/boss.ts";
 import { createPool } from "../../../db/connect.ts";
 import { migrate } from "../../../db/migrate.ts";
 import type { Pipeline } from "../../../shared/config/types.ts";
-import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
+import { type RunningWorker, startWorker } from "../../../worker/main.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startBoss } from "../../../db/boss.ts";
 import { createPool } from "../../../db/connect.ts";
 import { migrate } from "../../../db/migrate.ts";
-import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
+import { type RunningWorker, startWorker } from "../../../worker/main.ts";
 import { FakeChatApi } from "../../e2e/knowledge/fake-chat-api.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import {

@@ -4,7 +4,7 @@ import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBoss } from "../../../db/boss.ts";
 import type { CommandTarget } from "../../../shared/config/types.ts";
-import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
+import { type RunningWorker, startWorker } from "../../../worker/main.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,

@@ -18,7 +18,7 @@ import { createLogger, type Logger } from "../../../shared/logger.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
 import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
-import { dispatchTriggers } from "../../../worker/dispatch.ts";
+import { dispatchTriggers } from "../../../worker/queue/dispatch.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { waitFor } from "../../support/wait-for.ts";
 

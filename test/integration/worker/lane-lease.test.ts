@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { LOCAL_LANE } from "../../../shared/queues.ts";
-import { ensureWorkerQueues } from "../../../worker/lanes.ts";
-import { LEASE_QUEUE, LOST_QUEUE } from "../../../worker/leases.ts";
-import { startWorker } from "../../../worker/worker.ts";
+import { startWorker } from "../../../worker/main.ts";
+import { ensureWorkerQueues } from "../../../worker/queue/lanes.ts";
+import { LEASE_QUEUE, LOST_QUEUE } from "../../../worker/queue/run-leases.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,
@@ -24,7 +24,7 @@ import {
 
 /**
  * A run's first lane job is sent as its lease: the worker that claims the run keeps that job active
- * instead of taking a second job on the lease queue (worker/leases.ts laneLease).
+ * instead of taking a second job on the lease queue (worker/queue/run-leases.ts laneLease).
  */
 describe("worker: the lane job a run is claimed through is its lease", () => {
   let bed: TestBed;

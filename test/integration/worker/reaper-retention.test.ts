@@ -11,7 +11,9 @@ import { withTransaction } from "../../../db/transaction.ts";
 import { newId } from "../../../shared/ids.ts";
 import { CredentialCooldowns } from "../../../worker/credentials/cooldowns.ts";
 import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
-import { LOCAL_LANE } from "../../../worker/lanes.ts";
+import { LOCAL_LANE } from "../../../worker/queue/lanes.ts";
+import { reapStaleInvocations } from "../../../worker/queue/reaper.ts";
+import { sweepWorkspaces } from "../../../worker/queue/retention.ts";
 import {
   ensureLeaseQueues,
   instant,
@@ -19,9 +21,7 @@ import {
   LOST_QUEUE,
   takeLeases,
   touchLease,
-} from "../../../worker/leases.ts";
-import { reapStaleInvocations } from "../../../worker/reaper.ts";
-import { sweepWorkspaces } from "../../../worker/retention.ts";
+} from "../../../worker/queue/run-leases.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import { captureLogger, fire, makeConfig, openTestBed, pipeline, type TestBed } from "./helpers.ts";
 

@@ -3,8 +3,8 @@ import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
-import { ensureWorkerQueues } from "../../../worker/lanes.ts";
-import { startWorker } from "../../../worker/worker.ts";
+import { startWorker } from "../../../worker/main.ts";
+import { ensureWorkerQueues } from "../../../worker/queue/lanes.ts";
 import {
   captureLogger,
   commandTarget,
@@ -20,7 +20,7 @@ import {
 
 /**
  * An agent's run token is stored by its task's start and revoked by its task's end, in the same
- * statements (worker/run-agent.ts). These cases check that the token is revoked however the agent's
+ * statements (worker/run/agent.ts). These cases check that the token is revoked however the agent's
  * attempt ends: by the end's own statement, and by a revoke of its own when that statement throws.
  */
 describe("worker: an agent's run token dies with its attempt", () => {

@@ -10,7 +10,7 @@ import { withTransaction } from "../../../db/transaction.ts";
 import { insertTrigger } from "../../../db/triggers.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
-import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
+import { type RunningWorker, startWorker } from "../../../worker/main.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,

@@ -7,7 +7,7 @@ import { migrate } from "../../../db/migrate.ts";
 import { fireSchedule } from "../../../db/schedules.ts";
 import type { Schedule } from "../../../shared/config/types.ts";
 import { latestFiring } from "../../../shared/schedule-time.ts";
-import { SCHEDULE_QUEUE, startSchedules } from "../../../worker/schedules.ts";
+import { SCHEDULE_QUEUE, startSchedules } from "../../../worker/queue/schedules.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { captureLogger, makeConfig, pipeline, waitFor } from "./helpers.ts";
 

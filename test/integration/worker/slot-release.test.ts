@@ -3,8 +3,8 @@ import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
-import { ensureWorkerQueues } from "../../../worker/lanes.ts";
-import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
+import { type RunningWorker, startWorker } from "../../../worker/main.ts";
+import { ensureWorkerQueues } from "../../../worker/queue/lanes.ts";
 import type { TestDatabase } from "../../support/database.ts";
 import {
   captureLogger,
@@ -27,7 +27,7 @@ import {
  *
  * The throw: the test holds an ACCESS EXCLUSIVE lock on a table so a statement waits, then cancels
  * that statement with pg_cancel_backend, as a statement_timeout or an operator would: it throws
- * `canceling statement due to user request`. Two places: the lane claim (worker/claim-loop.ts),
+ * `canceling statement due to user request`. Two places: the lane claim (worker/queue/claim-loop.ts),
  * whose one statement also reads the run's workload and trigger, before a slot is handed to the
  * run; and the run's first write (its setup step's task row), inside the run.
  */

@@ -3,8 +3,8 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runProcessTree } from "../../../worker/process-tree.ts";
-import { Spawner } from "../../../worker/spawner.ts";
+import { Spawner } from "../../../worker/exec/host/spawner.ts";
+import { runProcessTree } from "../../../worker/exec/process.ts";
 import { rssKib } from "../../drills/support/processes.ts";
 import { waitFor } from "./helpers.ts";
 

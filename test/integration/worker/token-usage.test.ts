@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { renderTree } from "../../../cli/commands/trace.ts";
 import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
-import { type RunningWorker, startWorker } from "../../../worker/worker.ts";
+import { type RunningWorker, startWorker } from "../../../worker/main.ts";
 import { FakeModelApi, USAGE_PER_CALL } from "../../e2e/worker/fake-model-api.ts";
 import { type ApiHarness, startApi, tokensBlock } from "../api/support.ts";
 import {

@@ -2,9 +2,9 @@ import { mkdtemp, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fileArtifact } from "../../../worker/artifacts.ts";
+import { fileArtifact } from "../../../worker/run/artifacts.ts";
 
-/** The rendered text kept per artifact (worker/artifacts.ts RENDER_LIMIT) */
+/** The rendered text kept per artifact (worker/run/artifacts.ts RENDER_LIMIT) */
 const LIMIT = 256 * 1024;
 
 describe("worker: a file as an artifact row", () => {

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openEngine } from "../../../shared/sandbox/engine.ts";
-import { RunSandbox } from "../../../worker/sandbox/container.ts";
-import { containerEnvironment, pathMap } from "../../../worker/sandbox/paths.ts";
-import { workspacePaths } from "../../../worker/workspace.ts";
+import { RunSandbox } from "../../../worker/exec/sandbox/container.ts";
+import { containerEnvironment, pathMap } from "../../../worker/exec/sandbox/paths.ts";
+import { workspacePaths } from "../../../worker/run/workspace.ts";
 
 describe("a run's processes inside its container", () => {
   const paths = workspacePaths("/srv/svc", "wl_1", "inv_1");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Slots } from "../../../worker/slots.ts";
+import { Slots } from "../../../worker/queue/slots.ts";
 
 describe("worker slots (leases)", () => {
   it("gives a slot back when the run's event resolution throws, and the next run gets it", async () => {

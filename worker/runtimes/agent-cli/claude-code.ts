@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { lastJsonObject } from "../../result-check.ts";
+import { lastJsonObject } from "../../run/result-check.ts";
 import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
 import { standaloneSchema } from "./result-schema.ts";
 

@@ -1,6 +1,6 @@
 import type { AgentCliTarget, Pipeline } from "../../../shared/config/types.ts";
-import type { Prompt } from "../../prompt.ts";
-import type { RunAccess } from "../../run-token.ts";
+import type { Prompt } from "../../run/prompt.ts";
+import type { RunAccess } from "../../run/run-token.ts";
 import type { TokenUsage } from "../outcome.ts";
 
 /** Everything one CLI attempt is launched from. */

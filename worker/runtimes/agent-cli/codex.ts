@@ -1,7 +1,7 @@
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { promptText } from "../../prompt.ts";
-import { lastJsonObject } from "../../result-check.ts";
+import { promptText } from "../../run/prompt.ts";
+import { lastJsonObject } from "../../run/result-check.ts";
 import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
 import { standaloneSchema } from "./result-schema.ts";
 

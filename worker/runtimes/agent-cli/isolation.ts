@@ -1,6 +1,6 @@
 import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { RunAccess } from "../../run-token.ts";
+import type { RunAccess } from "../../run/run-token.ts";
 
 /**
  * A fresh, private HOME for one CLI run, under RUN_DIR: whatever the host's own user keeps in

@@ -1,0 +1,58 @@
+import { findSchedule } from "../../shared/config/schedule.ts";
+import type { ConfigSnapshot, EventMatcher, Pipeline } from "../../shared/config/types.ts";
+
+/** The trigger fields that decide which pipelines fire. */
+export interface TriggerIdentity {
+  kind: string;
+  source: string;
+  eventName: string;
+  repo: string;
+  /** an eval run's replay (`POST /evals/run`) */
+  evalRun?: boolean;
+}
+
+function matches(matchers: EventMatcher[], eventName: string, repo: string): boolean {
+  return matchers.some(
+    (matcher) =>
+      matcher.events.some((event) => event === eventName || eventName.startsWith(`${event}.`)) &&
+      (matcher.repos.length === 0 || matcher.repos.includes(repo)),
+  );
+}
+
+/**
+ * Pipelines a trigger fires, in name order:
+ * - `webhook`: those whose `trigger.webhook` lists the route name;
+ * - `codehost` / `tracker`: those whose matcher lists the event name (`pull_request.opened`) or its
+ *   bare event (`pull_request` matches every action), narrowed to `repos` when a matcher names any;
+ * - `manual`: the pipeline named by `source`, triggered or not;
+ * - `schedule`: the pipeline of the schedule named by `source` (`<pipeline>`, `<pipeline>-2` …);
+ * - `replay` of an eval run: the pipeline named by `source`, whatever else the event would fire
+ *   (a replay of a trigger was resolved to the original's kind before matching).
+ */
+export function matchPipelines(
+  config: Pick<ConfigSnapshot, "pipelines">,
+  trigger: TriggerIdentity,
+): Pipeline[] {
+  const all = Object.values(config.pipelines).sort((a, b) => a.name.localeCompare(b.name));
+  switch (trigger.kind) {
+    case "webhook":
+      return all.filter((p) => p.trigger?.webhook.includes(trigger.source));
+    case "codehost":
+      return all.filter((p) => p.trigger && matches(p.trigger.codehost, trigger.eventName, trigger.repo));
+    case "tracker":
+      return all.filter((p) => p.trigger && matches(p.trigger.tracker, trigger.eventName, trigger.repo));
+    case "manual":
+    case "schedule": {
+      const scheduled =
+        trigger.kind === "schedule" ? findSchedule(config.pipelines, trigger.source) : undefined;
+      const pipeline = config.pipelines[scheduled?.pipeline ?? trigger.source];
+      return pipeline ? [pipeline] : [];
+    }
+    case "replay": {
+      const pipeline = trigger.evalRun ? config.pipelines[trigger.source] : undefined;
+      return pipeline ? [pipeline] : [];
+    }
+    default:
+      return [];
+  }
+}

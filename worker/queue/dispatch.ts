@@ -1,0 +1,389 @@
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import { transactionDb, wakeWorkers } from "../../db/boss.ts";
+import {
+  type InvocationRow,
+  insertQueuedRuns,
+  insertWorkloadWithClaimedInvocation,
+  type QueuedRun,
+} from "../../db/invocations.ts";
+import { type LockedTrigger, lockTriggers } from "../../db/trigger-status.ts";
+import { getTrigger, setTriggerStatuses, type TriggerStatus } from "../../db/triggers.ts";
+import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
+import { newId } from "../../shared/ids.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../../shared/queues.ts";
+import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
+import type { CredentialSecrets } from "../credentials/secrets.ts";
+import { type EventContext, eventContext } from "../event/context.ts";
+import { matchPipelines } from "../event/match.ts";
+import { workspacePaths } from "../run/workspace.ts";
+import { laneFor } from "./lanes.ts";
+import { type Instant, type Lease, laneLeaseOptions, NEVER, takeLeases } from "./run-leases.ts";
+
+export interface DispatchDeps {
+  pool: pg.Pool;
+  boss: PgBoss;
+  config: Readonly<ConfigSnapshot>;
+  cooldowns: CredentialCooldowns;
+  secrets: CredentialSecrets;
+  logger: Logger;
+  /** the heartbeatSeconds of the leases of runs this worker claims (worker/queue/run-leases.ts) */
+  leaseSeconds: number;
+}
+
+/** What a trigger means once a replay is resolved to the trigger it replays. */
+export interface ResolvedEvent {
+  kind: string;
+  source: string;
+  eventName: string;
+  payload: unknown;
+  context: EventContext;
+}
+
+function isEmptyObject(value: unknown): boolean {
+  return value !== null && typeof value === "object" && Object.keys(value as object).length === 0;
+}
+
+/** A replay runs as its original did: the original's kind, source and event name (and payload unless it sent one). */
+export async function resolveEvent(
+  db: pg.Pool | pg.ClientBase,
+  trigger: {
+    kind: string;
+    source: string;
+    event_name?: string;
+    eventName?: string;
+    payload: unknown;
+    replay_of?: string | null;
+    replayOf?: string | null;
+  },
+): Promise<ResolvedEvent> {
+  let kind = trigger.kind;
+  let source = trigger.source;
+  let eventName = trigger.event_name ?? trigger.eventName ?? "";
+  let payload = trigger.payload;
+  const replayOf = trigger.replay_of ?? trigger.replayOf;
+  if (kind === "replay" && replayOf) {
+    const original = await getTrigger(db, replayOf);
+    if (original) {
+      kind = original.kind;
+      source = original.source;
+      eventName = original.eventName;
+      if (payload === null || payload === undefined || isEmptyObject(payload)) payload = original.payload;
+    }
+  }
+  // a replayed manual fire still names its agent or skill in the payload
+  const context = eventContext(trigger.kind === "replay" && kind !== "tracker" ? "replay" : kind, payload);
+  return { kind, source, eventName, payload, context };
+}
+
+/** The agent and skill a pipeline runs with for this event: a fire request may name its own. */
+export function runIdentity(pipeline: Pipeline, context: EventContext): { agent?: string; skill?: string } {
+  return { agent: context.agent ?? pipeline.agent, skill: context.skill ?? pipeline.skill };
+}
+
+function unknownReference(
+  config: Readonly<ConfigSnapshot>,
+  pipelines: Pipeline[],
+  context: EventContext,
+): Diagnostic | null {
+  if (context.agent && !config.agents[context.agent]) {
+    return diagnostic(
+      "unknown_agent_reference",
+      `the event names agent "${context.agent}", which is not configured`,
+      {
+        field: "agent",
+      },
+    );
+  }
+  if (context.skill && !config.skills[context.skill]) {
+    return diagnostic(
+      "unknown_agent_reference",
+      `the event names skill "${context.skill}", which is not configured`,
+      {
+        field: "skill",
+      },
+    );
+  }
+  for (const pipeline of pipelines) {
+    const { agent, skill } = runIdentity(pipeline, context);
+    if (agent && !config.agents[agent]) {
+      return diagnostic(
+        "unknown_agent_reference",
+        `pipeline ${pipeline.name} runs agent "${agent}", which is not configured`,
+        {
+          field: "agent",
+        },
+      );
+    }
+    for (const name of [skill, ...pipeline.companions]) {
+      if (name && !config.skills[name]) {
+        return diagnostic(
+          "unknown_agent_reference",
+          `pipeline ${pipeline.name} uses skill "${name}", which is not configured`,
+          {
+            field: "skill",
+          },
+        );
+      }
+    }
+  }
+  return null;
+}
+
+/** An invocation dispatch created already claimed by this worker, with what its run needs. */
+export interface ClaimedRun {
+  invocation: InvocationRow;
+  workload: { id: string; trigger_id: string | null; pipeline: string };
+  event: ResolvedEvent;
+  /** the pg-boss job that stays active while the run is held (worker/queue/run-leases.ts) */
+  lease?: Lease;
+}
+
+export type DispatchOutcome =
+  | { kind: "missing" }
+  | { kind: "already" }
+  | { kind: "discarded"; diagnostic: Diagnostic }
+  | { kind: "none"; diagnostic: Diagnostic }
+  | { kind: "dispatched"; created: CreatedInvocation[]; claimed: ClaimedRun | undefined };
+
+/**
+ * How many runs a dispatch batch may still create held by `workerId` (its free slots): the first
+ * invocation of a trigger whose lane is usable is created `running` (heartbeat now) and comes back
+ * to be run in-process, with no lane job and no second trip through the queue.
+ */
+export interface DispatchClaims {
+  workerId: string;
+  left: number;
+  /** an instant before the dispatch transaction began (see Lease.takenAt) */
+  takenAt?: Instant;
+}
+
+/**
+ * Turns a batch of dispatch jobs into runs in the caller's transaction: every trigger is row-locked
+ * first (one statement), each becomes workloads and invocations (createRun); the queued runs, their
+ * lane jobs and the triggers' new statuses are written at the end (writeBatch), and the jobs are
+ * completed in one call, so a batch costs a few statements whatever its size. A crash leaves either
+ * nothing or everything, and a retried job finds its trigger no longer `queued` and does nothing.
+ */
+export async function dispatchTriggers(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  jobs: { id: string; data: DispatchJob }[],
+  claims: DispatchClaims,
+): Promise<{ triggerId: string; outcome: DispatchOutcome }[]> {
+  const locked = await lockTriggers(
+    client,
+    jobs.map((job) => job.data.triggerId),
+  );
+  const batch: BatchWrites = { queued: [], jobs: new Map(), statuses: [] };
+  const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
+  const seen = new Set<string>();
+  for (const job of jobs) {
+    const { triggerId } = job.data;
+    // a trigger named by two jobs of one batch is dispatched by the first
+    const outcome: DispatchOutcome = seen.has(triggerId)
+      ? { kind: "already" }
+      : await dispatchTrigger(deps, client, locked.get(triggerId), claims, batch);
+    seen.add(triggerId);
+    if (outcome.kind === "discarded" || outcome.kind === "none") {
+      const { code, message } = outcome.diagnostic;
+      const status = outcome.kind === "none" ? "completed" : "discarded";
+      batch.statuses.push({ id: triggerId, status, diagnostic: { code, message } });
+    }
+    outcomes.push({ triggerId, outcome });
+  }
+  await writeBatch(deps, client, batch);
+  await leaseClaimedRuns(deps, client, claims, outcomes);
+  await deps.boss.complete(
+    DISPATCH_QUEUE,
+    jobs.map((job) => job.id),
+    null,
+    { db: transactionDb(client, { prepare: true }) },
+  );
+  return outcomes;
+}
+
+/** The runs this batch created held by this worker get their leases in the same transaction. */
+async function leaseClaimedRuns(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  claims: DispatchClaims,
+  outcomes: { outcome: DispatchOutcome }[],
+): Promise<void> {
+  const { workerId } = claims;
+  const runs = outcomes.flatMap(({ outcome }) =>
+    outcome.kind === "dispatched" && outcome.claimed ? [outcome.claimed] : [],
+  );
+  if (runs.length === 0) return;
+  const leases = await takeLeases(
+    deps.boss,
+    client,
+    runs.map((run) => ({ invocationId: run.invocation.id, workerId, attempts: run.invocation.attempts })),
+    deps.leaseSeconds,
+    // unknown: no local bound, so every check of the claim asks pg-boss
+    claims.takenAt ?? NEVER,
+  );
+  for (const run of runs) run.lease = leases.get(run.invocation.id);
+}
+
+async function dispatchTrigger(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  trigger: LockedTrigger | undefined,
+  claims: DispatchClaims,
+  batch: BatchWrites,
+): Promise<DispatchOutcome> {
+  if (!trigger) return { kind: "missing" };
+  if (trigger.status !== "queued" || trigger.has_workloads) return { kind: "already" };
+  const event = await resolveEvent(client, trigger);
+  const pipelines = pipelinesFor(deps.config, event, trigger.eval_run_id !== null);
+  const unknown = unknownReference(deps.config, pipelines, event.context);
+  if (unknown) return { kind: "discarded", diagnostic: unknown };
+  if (pipelines.length === 0) return { kind: "none", diagnostic: noMatch(event) };
+  const claimFor = claims.left > 0 ? claims.workerId : undefined;
+  const run = await createRun(deps, client, { trigger, event, pipelines, claimFor }, batch);
+  if (run.claimed) claims.left -= 1;
+  return { kind: "dispatched", ...run };
+}
+
+/** The pipelines an event fires; an agent-session event addresses one agent, so only its pipelines answer. */
+function pipelinesFor(config: Readonly<ConfigSnapshot>, event: ResolvedEvent, evalRun: boolean): Pipeline[] {
+  const pipelines = matchPipelines(config, {
+    kind: event.kind,
+    source: event.source,
+    eventName: event.eventName,
+    repo: event.context.repo,
+    evalRun,
+  });
+  if (event.kind === "tracker" && event.context.agent)
+    return pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
+  return pipelines;
+}
+
+function noMatch(event: ResolvedEvent): Diagnostic {
+  const what = event.kind === "webhook" ? `route ${event.source}` : `event ${event.eventName}`;
+  return diagnostic("no_matching_pipeline", `no pipeline is fired by ${event.kind} ${what}`);
+}
+
+/**
+ * What a dispatch batch writes at its end in a few statements whatever its size: the queued runs
+ * (workloads, invocations, lane jobs) and the new statuses of its triggers.
+ */
+interface BatchWrites {
+  queued: QueuedRun[];
+  jobs: Map<string, InvocationJob[]>;
+  statuses: { id: string; status: TriggerStatus; diagnostic: Diagnostic | null }[];
+}
+
+async function writeBatch(deps: DispatchDeps, client: pg.ClientBase, batch: BatchWrites): Promise<void> {
+  await insertQueuedRuns(client, batch.queued);
+  // each sent as the lease of the claim it is for (worker/queue/run-leases.ts)
+  const options = laneLeaseOptions(deps.config.targets, deps.leaseSeconds);
+  for (const [queue, jobs] of batch.jobs)
+    await deps.boss.insert(
+      queue,
+      jobs.map((data) => ({ data, ...options })),
+      { db: transactionDb(client, { prepare: true }) },
+    );
+  await setTriggerStatuses(client, batch.statuses);
+}
+
+/**
+ * The one place that creates a run: a workload and an invocation per pipeline. The first invocation
+ * whose lane can run now is created held by `claimFor` (it runs in-process, without a job, and its
+ * insert moves the trigger to `running`); every other one is queued with a job on its lane, written
+ * with the rest of the batch.
+ */
+async function createRun(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  run: { trigger: LockedTrigger; event: ResolvedEvent; pipelines: Pipeline[]; claimFor: string | undefined },
+  batch: BatchWrites,
+): Promise<{ created: CreatedInvocation[]; claimed: ClaimedRun | undefined }> {
+  const { config } = deps;
+  const { trigger, event } = run;
+  const created: CreatedInvocation[] = [];
+  let claimed: ClaimedRun | undefined;
+  for (const pipeline of run.pipelines) {
+    const workloadId = newId("workload");
+    const invocationId = newId("invocation");
+    const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
+    const rows: QueuedRun = {
+      workloadId,
+      triggerId: trigger.id,
+      pipeline: pipeline.name,
+      pipelineVersion: pipeline.version,
+      owner: trigger.owner,
+      workspace: workspacePaths(config.dir, workloadId, invocationId).root,
+      invocationId,
+      target: lane.target,
+    };
+    const entry = { workload: workloadId, invocation: invocationId, pipeline: pipeline.name };
+    if (run.claimFor && !claimed && lane.usable) {
+      const invocation = await insertWorkloadWithClaimedInvocation(client, {
+        ...rows,
+        workerId: run.claimFor,
+      });
+      claimed = {
+        invocation,
+        workload: { id: workloadId, trigger_id: trigger.id, pipeline: pipeline.name },
+        event,
+      };
+      created.push({ ...entry, lane: "in-process" });
+      continue;
+    }
+    batch.queued.push(rows);
+    const jobs = batch.jobs.get(lane.queue) ?? [];
+    // a new invocation's first claim makes its attempt 1
+    jobs.push({ invocationId, attempt: 1 });
+    batch.jobs.set(lane.queue, jobs);
+    created.push({ ...entry, lane: lane.queue });
+  }
+  if (!claimed) batch.statuses.push({ id: trigger.id, status: "running", diagnostic: null });
+  return { created, claimed };
+}
+
+interface CreatedInvocation {
+  workload: string;
+  invocation: string;
+  pipeline: string;
+  /** its lane queue, or `in-process` when this worker holds it */
+  lane: string;
+}
+
+/** After the dispatch transaction committed: logs, and wakes the lanes it sent jobs to. */
+export function afterDispatch(
+  deps: DispatchDeps,
+  triggerId: string,
+  outcome: DispatchOutcome,
+): ClaimedRun | undefined {
+  const { logger } = deps;
+  switch (outcome.kind) {
+    case "missing":
+      logger.warn("dispatch job names no trigger", { event: "dispatch.missing_trigger", trigger: triggerId });
+      break;
+    case "discarded":
+      logger.info("trigger discarded", {
+        event: "trigger.discarded",
+        trigger: triggerId,
+        code: outcome.diagnostic.code,
+      });
+      break;
+    case "none":
+      logger.info("trigger fired no pipeline", { event: "trigger.no_matching_pipeline", trigger: triggerId });
+      break;
+    case "dispatched":
+      // after the commit, never inside it (see wakeWorkers): the lane's workers look at once
+      for (const lane of new Set(outcome.created.map((entry) => entry.lane)))
+        if (lane !== "in-process") wakeWorkers(deps.boss, lane);
+      for (const entry of outcome.created) {
+        logger.info("workload created", { event: "trigger.dispatched", trigger: triggerId, ...entry });
+      }
+      return outcome.claimed;
+    default:
+      break;
+  }
+  return undefined;
+}

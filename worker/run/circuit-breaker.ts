@@ -1,0 +1,98 @@
+import type pg from "pg";
+import { openUntil, recordOutcome } from "../../db/circuit-breakers.ts";
+import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { PublishError } from "../outputs/attempt.ts";
+import { ChatPublisher } from "../outputs/chat.ts";
+import { secretValue } from "../outputs/tokens.ts";
+
+/**
+ * `queue.circuit_breaker`: after `failures` consecutive failed invocations of one pipeline, its
+ * new invocations wait (they go back to the queue, never fail) for `cooldown`, and one message
+ * goes to `escalate.chat` as it opens. `svc queue resume <pipeline>` closes it early.
+ */
+export interface BreakerDeps {
+  pool: pg.Pool;
+  config: Readonly<ConfigSnapshot>;
+  logger: Logger;
+}
+
+/** When the pipeline's breaker is open, the time it closes; null when the run may go ahead. */
+export async function breakerHold(
+  deps: BreakerDeps,
+  pipeline: Pipeline,
+  invocationId: string,
+): Promise<Date | null> {
+  if (!deps.config.queue.circuitBreaker) return null;
+  const until = await openUntil(deps.pool, pipeline.name);
+  if (until) {
+    deps.logger.info("circuit breaker open: the invocation waits", {
+      event: "breaker.holding",
+      pipeline: pipeline.name,
+      invocation: invocationId,
+      open_until: until.toISOString(),
+    });
+  }
+  return until;
+}
+
+/** Counts a finished invocation; the failure that opens the breaker sends the one escalation. */
+export async function recordRunEnd(
+  deps: BreakerDeps,
+  pipeline: string,
+  kind: "completed" | "failed",
+): Promise<void> {
+  const breaker = deps.config.queue.circuitBreaker;
+  if (!breaker) return;
+  const limits = { failures: breaker.failures ?? 5, cooldownMs: breaker.cooldownMs ?? 900_000 };
+  try {
+    const { row, opened } = await recordOutcome(deps.pool, pipeline, kind === "failed", limits);
+    if (!opened) return;
+    deps.logger.warn("circuit breaker opened", {
+      event: "breaker.opened",
+      pipeline,
+      failures: limits.failures,
+      open_until: row.open_until?.toISOString(),
+    });
+    await escalate(deps, pipeline, limits.failures, row.open_until);
+  } catch (error) {
+    // the run's own record is already written; a breaker that missed one count is only late
+    deps.logger.error("circuit breaker not updated", {
+      event: "breaker.record_failed",
+      pipeline,
+      error: (error as Error).message,
+    });
+  }
+}
+
+async function escalate(
+  deps: BreakerDeps,
+  pipeline: string,
+  failures: number,
+  until: Date | null,
+): Promise<void> {
+  const target = deps.config.queue.circuitBreaker?.escalate?.chat;
+  if (!target) return;
+  const bot = deps.config.channels.chat.bots[target.bot];
+  if (!bot) return;
+  const text =
+    `:rotating_light: svc circuit breaker opened for pipeline *${pipeline}*: ${failures} invocations failed in a row. ` +
+    `New invocations wait until ${until?.toISOString() ?? "the cooldown ends"}. ` +
+    `Read the failures with \`svc trigger list --status error\`; close it early with \`svc queue resume ${pipeline}\`.`;
+  try {
+    const chat = new ChatPublisher({
+      apiUrl: deps.config.channels.chat.apiUrl ?? "https://slack.com/api/",
+      token: await secretValue(bot.token, deps.pool, deps.config),
+    });
+    const posted = await chat.post({ channel: target.channel, text });
+    deps.logger.info("circuit breaker escalated", { event: "breaker.escalated", pipeline, url: posted.url });
+  } catch (error) {
+    const message =
+      error instanceof PublishError ? `${error.failure.status}: ${error.message}` : String(error);
+    deps.logger.error("circuit breaker escalation failed", {
+      event: "breaker.escalation_failed",
+      pipeline,
+      error: message,
+    });
+  }
+}

@@ -1,0 +1,61 @@
+import type { Pipeline } from "../../shared/config/types.ts";
+import type { ResolvedEvent } from "../queue/dispatch.ts";
+import type { Workspace } from "./workspace.ts";
+
+export interface RunEnvironmentInput {
+  workspace: Workspace;
+  repo: string;
+  sha: string;
+  branch: string;
+  eventName: string;
+  /** the trigger kind */
+  eventSource: string;
+  payload: unknown;
+  pipeline: Pick<Pipeline, "env">;
+}
+
+/**
+ * The complete environment of a setup step, built from nothing: the contract's nine variables,
+ * the pipeline's `env` manifest, and PATH/HOME. Never a spread of process.env, so no `SVC_*`,
+ * database URL or credential of the worker can reach a step. The payload travels as a variable,
+ * never spliced into the command, so its shell metacharacters are inert.
+ */
+export function runEnvironment(input: RunEnvironmentInput): Record<string, string> {
+  return {
+    ...input.pipeline.env,
+    PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/",
+    WORKTREE: input.workspace.checkout,
+    RUN_DIR: input.workspace.runDir,
+    SURFACE_DIR: input.workspace.surfaceDir,
+    REPO: input.repo,
+    SHA: input.sha,
+    BRANCH: input.branch,
+    EVENT_NAME: input.eventName,
+    EVENT_SOURCE: input.eventSource,
+    PAYLOAD_JSON: JSON.stringify(input.payload ?? null),
+  };
+}
+
+/** The run environment of an event: what dispatch resolved, in the run's workspace. */
+export function eventEnvironment(
+  workspace: Workspace,
+  event: ResolvedEvent,
+  pipeline: Pick<Pipeline, "env">,
+): Record<string, string> {
+  const { repo, sha, branch } = event.context;
+  return runEnvironment({
+    workspace,
+    repo,
+    sha,
+    branch,
+    eventName: event.eventName,
+    eventSource: event.kind,
+    payload: event.payload,
+    pipeline,
+  });
+}
+
+export function setupStepArgv(run: string): string[] {
+  return ["/bin/sh", "-c", run];
+}

@@ -1,0 +1,99 @@
+import type { InvocationKnowledge } from "../../db/invocation-knowledge.ts";
+import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import { copySources, writeCatalog } from "../../shared/knowledge/delivery.ts";
+import { retrieve } from "../../shared/knowledge/retrieve.ts";
+import type { Knowledge, Passage } from "../../shared/knowledge/service.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
+import type { CredentialSecrets } from "../credentials/secrets.ts";
+
+export interface RunKnowledgeDeps {
+  knowledge?: Knowledge;
+  config: Readonly<ConfigSnapshot>;
+  logger: Logger;
+  cooldowns: CredentialCooldowns;
+  secrets: CredentialSecrets;
+}
+
+export interface RunKnowledgeInput {
+  invocationId: string;
+  pipeline: Pipeline;
+  event: { eventName: string; payload: unknown };
+  runDir: string;
+}
+
+/** What a run's prompt gets: retrieved passages (`prompt`), or a note saying where the knowledge is. */
+export interface RunKnowledge {
+  passages: Passage[];
+  note?: string;
+  /** what was delivered, for the invocation's `knowledge` column (the run records it) */
+  record?: InvocationKnowledge;
+}
+
+/** Where to look, by delivery; the token is named, never written into the prompt. */
+function note(delivery: "file" | "browse" | "search", runDir: string): string {
+  if (delivery === "file") return `The team's documents are in ${runDir}/knowledge/ (read-only).`;
+  if (delivery === "browse")
+    return `The team's documents are in ${runDir}/knowledge/; ${runDir}/knowledge/CATALOG.md lists each one (title, path, first line). Read one with the read_knowledge tool (by path) or from its file.`;
+  return "Search the team's documents with the search_knowledge tool, or with GET $SVC_DAEMON_URL/knowledge?q=<words> and the bearer token in $SVC_AGENT_TOKEN.";
+}
+
+/** How much of the event goes into the search text before a rewrite (or the terms) narrow it. */
+const QUERY_CHARS = 2_000;
+
+/**
+ * The pipeline's `knowledge` block for one run: `prompt` retrieves passages for the prompt's
+ * `## Knowledge` section (returned), `file` copies the sources to RUN_DIR/knowledge/, `browse`
+ * adds RUN_DIR/knowledge/CATALOG.md, `search` leaves retrieval to the agent's search_knowledge
+ * tool. Without a delivery, `prompt` is implied unless the method is `none`. What was delivered
+ * (and `method_used`) is returned as `record`, for the run to record on the invocation.
+ */
+export async function prepareRunKnowledge(
+  deps: RunKnowledgeDeps,
+  input: RunKnowledgeInput,
+): Promise<RunKnowledge> {
+  const { knowledge } = deps;
+  const { method } = input.pipeline.knowledge;
+  const delivery = input.pipeline.knowledge.delivery ?? (method === "none" ? undefined : "prompt");
+  if (!knowledge || knowledge.documentCount === 0 || !delivery) return { passages: [] };
+  const record: InvocationKnowledge = { method, method_used: null, delivery, sources: [] };
+  let passages: Passage[] = [];
+  if (delivery === "file" || delivery === "browse") await copySources(knowledge.documents, input.runDir);
+  if (delivery === "browse") await writeCatalog(knowledge, input.runDir);
+  if (delivery === "prompt" && method !== "none") {
+    const text = searchText(input);
+    const result = await retrieve(
+      knowledge,
+      text,
+      deps.config.knowledge.retrieval.rewrite.targets,
+      {
+        targets: deps.config.targets,
+        keyOf: (target, credential) =>
+          deps.cooldowns.isUsable(target, credential) ? deps.secrets.get(target, credential) : undefined,
+        logger: deps.logger,
+      },
+      { method },
+    );
+    passages = result.passages;
+    record.method_used = result.methodUsed;
+    record.query = result.query;
+    record.sources = passages.map((p) => ({ path: p.path, line: p.line, score: p.score }));
+  }
+  return delivery === "prompt"
+    ? { passages, record }
+    : { passages, record, note: note(delivery, input.runDir) };
+}
+
+/** The event name, the instructions and the payload's text values: what the run is about. */
+function searchText(input: RunKnowledgeInput): string {
+  const parts = [input.event.eventName, input.pipeline.instructions];
+  const walk = (value: unknown, depth: number) => {
+    if (depth > 6 || parts.join(" ").length > QUERY_CHARS) return;
+    if (typeof value === "string") parts.push(value);
+    else if (Array.isArray(value)) for (const item of value) walk(item, depth + 1);
+    else if (value && typeof value === "object")
+      for (const inner of Object.values(value)) walk(inner, depth + 1);
+  };
+  walk(input.event.payload, 0);
+  return parts.join("\n").slice(0, QUERY_CHARS);
+}

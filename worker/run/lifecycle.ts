@@ -1,0 +1,328 @@
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import { revokeInvocationTokens } from "../../db/api_tokens.ts";
+import { transactionDb, wakeWorkers } from "../../db/boss.ts";
+import {
+  finishInvocation,
+  getInvocationStatus,
+  heartbeatInvocation,
+  type InvocationRow,
+  releaseInvocation,
+  type TriggerEvent,
+} from "../../db/invocations.ts";
+import { cancelOrchestratedTasks } from "../../db/orchestrated-tasks.ts";
+import { closeOpenTasks } from "../../db/tasks.ts";
+import { withTransaction } from "../../db/transaction.ts";
+import { settleLockedTrigger, settleTrigger } from "../../db/trigger-status.ts";
+import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import { diagnostic } from "../../shared/diagnostics.ts";
+import type { Knowledge } from "../../shared/knowledge/service.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { type InvocationJob, laneQueue } from "../../shared/queues.ts";
+import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
+import type { CredentialSecrets } from "../credentials/secrets.ts";
+import type { ProcessSpec } from "../exec/process.ts";
+import { recordInvocationEnd } from "../metrics.ts";
+import type { ResolvedEvent } from "../queue/dispatch.ts";
+import { laneFor } from "../queue/lanes.ts";
+import { completeLease, type Lease, touchLease } from "../queue/run-leases.ts";
+import { recordRunEnd } from "./circuit-breaker.ts";
+import { type HeldWatch, watchHeld } from "./held-watch.ts";
+import { CANCELLED, type RunEnd, runInvocation } from "./phases.ts";
+import { removeCheckout, type Workspace, workspacePaths } from "./workspace.ts";
+
+export interface ExecuteDeps {
+  pool: pg.Pool;
+  /**
+   * For the run's own records (tasks, artifacts, heartbeats, agent tokens): a pool whose sessions
+   * commit asynchronously, so a record costs a round trip, not a WAL flush. Claims, finishes,
+   * releases and trigger settlement always go through `pool`, with synchronous commits.
+   */
+  records?: pg.Pool;
+  boss: PgBoss;
+  config: Readonly<ConfigSnapshot>;
+  cooldowns: CredentialCooldowns;
+  secrets: CredentialSecrets;
+  logger: Logger;
+  workerId: string;
+  heartbeatMs: number;
+  staleAfterMs: number;
+  /** starts the children, and kills their process groups when this worker dies (see spawner.ts) */
+  spawner?: ProcessSpec["spawner"];
+  /** handed to agent processes as SVC_DAEMON_URL next to their SVC_AGENT_TOKEN */
+  daemonUrl?: string;
+  /** the runs of this worker by invocation id, so a cancellation can reach the one it names */
+  runs?: Map<string, RunHandle>;
+  /** the knowledge opened at start-up: delivered into runs by the pipeline's `knowledge` block */
+  knowledge?: Knowledge;
+}
+
+export interface RunHandle {
+  /** the invocation was cancelled through the API: stop it and record the cancellation */
+  cancel(): void;
+}
+
+/**
+ * What the claim already read for a run, so the run does not read it again: dispatch resolved the
+ * event; a lane claim read the trigger it resolves from (null: the workload has none).
+ */
+export interface KnownRun {
+  workload: { id: string; trigger_id: string | null; pipeline: string };
+  event?: ResolvedEvent;
+  trigger?: TriggerEvent | null;
+}
+
+const ORCHESTRATOR_ENDED = diagnostic(
+  "cancelled",
+  "the orchestrator ended before the task finished; the task was cancelled and its processes killed",
+);
+
+/** Slack kept off the local bound of a held claim: event-loop stalls, clock rates. */
+const HELD_MARGIN_MS = 1_000;
+
+/** A run waiting for a credential is offered again after this long, not at once. */
+const RECHECK_SECONDS = 2;
+
+/**
+ * Runs an invocation this worker holds (claimed from a lane job, or created claimed by dispatch):
+ * watches it (heartbeat, cancellation, shutdown), runs its phases (run-invocation.ts), then records
+ * how it ended. Losing the claim (a reaper judged this worker gone) aborts the run.
+ */
+export async function runClaimedInvocation(
+  deps: ExecuteDeps,
+  claimed: InvocationRow,
+  shutdown: AbortSignal,
+  known: KnownRun,
+  lease?: Lease,
+): Promise<void> {
+  const invocationId = claimed.id;
+  const { workload } = known;
+  const pipeline = deps.config.pipelines[workload.pipeline];
+  const paths = workspacePaths(deps.config.dir, workload.id, invocationId);
+  const watch = watchRun(deps, invocationId, shutdown, lease);
+  let end: RunEnd;
+  try {
+    deps.logger.info("invocation started", {
+      event: "invocation.started",
+      invocation: invocationId,
+      workload: workload.id,
+      pipeline: workload.pipeline,
+      attempt: claimed.attempts,
+    });
+    end = pipeline
+      ? await runInvocation(deps, {
+          ...{ invocationId, workload, pipeline, paths, target: claimed.target },
+          signal: watch.signal,
+          event: known.event,
+          trigger: known.trigger,
+          isCancelled: watch.cancelled,
+          stillHeld: watch.stillHeld,
+        })
+      : {
+          kind: "failed",
+          diagnostic: diagnostic("no_matching_pipeline", removedPipeline(workload.pipeline)),
+        };
+  } catch (error) {
+    const message = `the run failed inside the worker: ${(error as Error).message}`;
+    end = { kind: "failed", diagnostic: diagnostic("agent_failed", message) };
+  } finally {
+    watch.stop();
+  }
+  const settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease });
+  // a run that finished completed its lease with its end; any other end completes it here. A lease
+  // pg-boss already failed stays failed: the complete is fenced to this attempt
+  if (lease && !settled && !watch.claimLost())
+    await bestEffort(deps, "complete_lease", completeLease(deps.boss, lease));
+}
+
+function removedPipeline(name: string): string {
+  return `pipeline ${name} is no longer configured on this worker; it was removed before the run started`;
+}
+
+type RunWatch = HeldWatch;
+
+/**
+ * The run's watch (held-watch.ts). A heartbeat renews the run's pg-boss lease (worker/queue/run-leases.ts)
+ * and `heartbeat_at` on its row; a lease that pg-boss failed, or a row that another worker took,
+ * means this worker was judged lost.
+ */
+function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal, lease?: Lease): RunWatch {
+  const { pool, logger, workerId } = deps;
+  let leaseFailed = false;
+  return watchHeld({
+    shutdown,
+    heartbeatMs: deps.heartbeatMs,
+    // Within this the claim is certainly held: pg-boss fails a lease no sooner than its
+    // heartbeatSeconds after its last renewal, and the stale-heartbeat backstop takes a row no
+    // sooner than staleAfterMs after its last heartbeat; both were stamped after the instant counted from.
+    ...(lease
+      ? {
+          heldForMs: Math.min(lease.seconds * 1000, deps.staleAfterMs) - HELD_MARGIN_MS,
+          renewedAt: lease.takenAt,
+        }
+      : {}),
+    heartbeat: async () => {
+      const [row, leased] = await Promise.all([
+        heartbeatInvocation(deps.records ?? pool, invocationId, workerId),
+        lease ? touchLease(deps.boss, lease) : true,
+      ]);
+      leaseFailed = !leased;
+      return row && leased;
+    },
+    isCancelled: async () => (await getInvocationStatus(pool, invocationId)) === "cancelled",
+    register: (cancel) => deps.runs?.set(invocationId, { cancel }),
+    unregister: () => deps.runs?.delete(invocationId),
+    onCancel: () =>
+      logger.info("invocation cancelled: stopping it", {
+        event: "invocation.cancelling",
+        invocation: invocationId,
+      }),
+    onClaimLost: () =>
+      logger.warn("invocation claim lost", {
+        event: "invocation.claim_lost",
+        invocation: invocationId,
+        reason: leaseFailed ? "lease failed" : "taken over",
+      }),
+  });
+}
+
+interface Ended {
+  invocationId: string;
+  workload: KnownRun["workload"];
+  pipeline: Pipeline | undefined;
+  paths: Workspace;
+  end: RunEnd;
+  watch: RunWatch;
+  lease?: Lease;
+}
+
+/**
+ * Records how the run ended: abandoned, cancelled, released for retry, or finished with its trigger
+ * settled. True when the lease was completed with the end (a finished run: one commit for both).
+ */
+async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<boolean> {
+  const { pool, logger } = deps;
+  const { invocationId, workload, pipeline, paths, end } = ended;
+  // `lost` comes back from a heartbeat that found the claim gone, or found the run cancelled
+  if (ended.watch.claimLost() || (end.kind === "lost" && !ended.watch.cancelled())) {
+    // another worker took the run over; whatever this one produced is not the record
+    logger.warn("run abandoned after its claim was lost", {
+      event: "invocation.abandoned",
+      invocation: invocationId,
+    });
+    return false;
+  }
+  if (ended.watch.cancelled() || end.kind === "cancelled" || end.kind === "lost") {
+    await recordCancelled(deps, ended);
+    return false;
+  }
+  if (end.kind === "released") {
+    await release(deps, invocationId, pipeline, end.credentials === true);
+    return false;
+  }
+  // before the trigger settles, so a settled trigger never has a checkout left to remove
+  if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
+  // the run's end and its trigger's settlement commit together: one WAL flush, not two
+  const finished = await withTransaction(pool, async (client) => {
+    const held = await finishInvocation(
+      client,
+      invocationId,
+      deps.workerId,
+      {
+        status: end.kind,
+        diagnostic: end.kind === "failed" ? end.diagnostic : null,
+        result: end.kind === "completed" ? end.result : undefined,
+      },
+      workload.trigger_id,
+    );
+    if (held && workload.trigger_id) await settleLockedTrigger(client, workload.trigger_id);
+    // the orchestrator ended: what its tasks have not finished is cancelled, and their processes killed
+    if (held && pipeline?.orchestrator)
+      await cancelOrchestratedTasks(client, invocationId, ORCHESTRATOR_ENDED);
+    if (held && ended.lease)
+      await completeLease(deps.boss, ended.lease, transactionDb(client, { prepare: true }));
+    return held;
+  });
+  if (!finished) {
+    // cancelled between the end of the run and this write: the cancellation stands
+    if ((await getInvocationStatus(pool, invocationId)) === "cancelled") {
+      await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
+      if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
+    }
+    return false;
+  }
+  logger.info(`invocation ${end.kind}`, {
+    event: `invocation.${end.kind}`,
+    invocation: invocationId,
+    pipeline: workload.pipeline,
+    code: end.kind === "failed" ? end.diagnostic.code : undefined,
+  });
+  recordInvocationEnd(
+    pool,
+    invocationId,
+    end.kind,
+    end.kind === "failed" ? end.diagnostic.code : undefined,
+    logger,
+  );
+  // consecutive failures of one pipeline open its circuit breaker (docs/outputs.md)
+  if (pipeline) await recordRunEnd(deps, workload.pipeline, end.kind);
+  return true;
+}
+
+/** The API already wrote `cancelled` (and its diagnostic): never overwrite it; close what is open. */
+async function recordCancelled(deps: ExecuteDeps, ended: Ended): Promise<void> {
+  const { pool, logger } = deps;
+  const { invocationId, workload, pipeline, paths } = ended;
+  await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
+  await bestEffort(deps, "cancel_tasks", cancelOrchestratedTasks(pool, invocationId, CANCELLED));
+  await bestEffort(deps, "revoke_token", revokeInvocationTokens(deps.records ?? pool, invocationId));
+  if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
+  logger.info("invocation cancelled", {
+    event: "invocation.cancelled",
+    invocation: invocationId,
+    pipeline: workload.pipeline,
+  });
+  if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
+}
+
+/**
+ * Housekeeping after a run's end (open tasks closed, the agent token revoked, the checkout removed)
+ * must not keep the end itself from being recorded: a failure is logged, and what it left behind is
+ * cleaned up later (tokens expire on their own, the retention sweep removes checkouts).
+ */
+async function bestEffort(deps: ExecuteDeps, what: string, work: Promise<unknown>): Promise<void> {
+  await work.catch((error) =>
+    deps.logger.warn(`${what.replace("_", " ")} failed after the run ended`, {
+      event: `invocation.${what}_failed`,
+      error: (error as Error).message,
+    }),
+  );
+}
+
+/** Back to `queued` with a fresh lane job, in one transaction, so the run is never lost in between. */
+async function release(
+  deps: ExecuteDeps,
+  invocationId: string,
+  pipeline: Pipeline | undefined,
+  waiting: boolean,
+) {
+  const queue = pipeline
+    ? laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets).queue
+    : laneQueue(null);
+  await withTransaction(deps.pool, async (client) => {
+    if (!(await releaseInvocation(client, invocationId, deps.workerId))) return;
+    const job: InvocationJob = { invocationId };
+    // a run waiting for a credential is not offered again at once: the lane is about to stop,
+    // and an immediate job would spin between claim and release until it does
+    await deps.boss.send(queue, job, {
+      db: transactionDb(client),
+      ...(waiting ? { startAfter: RECHECK_SECONDS } : {}),
+    });
+  });
+  if (!waiting) wakeWorkers(deps.boss, queue);
+  deps.logger.info("invocation released for retry", {
+    event: "invocation.released",
+    invocation: invocationId,
+    lane: queue,
+  });
+}

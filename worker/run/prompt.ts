@@ -1,0 +1,78 @@
+import type { ConfigSnapshot, Orchestrator, Pipeline } from "../../shared/config/types.ts";
+import { knowledgeSection } from "../../shared/knowledge/delivery.ts";
+import type { RunKnowledge } from "./knowledge.ts";
+
+export interface Prompt {
+  /** persona, policies and skills: who the agent is and how it works */
+  system: string;
+  /** the pipeline's instructions and the event: what to do now */
+  user: string;
+}
+
+export interface PromptInput {
+  config: Pick<ConfigSnapshot, "agents" | "skills" | "policies">;
+  pipeline: Pipeline;
+  agent?: string;
+  skill?: string;
+  event: { name: string; source: string; payload: unknown };
+  /** retrieved passages (delivery `prompt`) as a `## Knowledge` section within its budget, or where to look */
+  knowledge?: RunKnowledge;
+}
+
+/**
+ * Assembles the prompt from the agent's PERSONA.md, the policies it and its skills reference
+ * (each once, in first-reference order), the governing and companion SKILL.md bodies, the
+ * pipeline instructions and the event. Dispatch has already checked that every name resolves.
+ */
+export function assemblePrompt(input: PromptInput): Prompt {
+  const { config, pipeline } = input;
+  const agent = input.agent ? config.agents[input.agent] : undefined;
+  const skillNames = [input.skill, ...pipeline.companions].filter(
+    (name, index, all): name is string => !!name && all.indexOf(name) === index,
+  );
+  const skills = skillNames.map((name) => config.skills[name]).filter((skill) => skill !== undefined);
+  const policyNames = [...(agent?.policies ?? []), ...skills.flatMap((skill) => skill.policies)].filter(
+    (name, index, all) => all.indexOf(name) === index,
+  );
+  const sections: string[] = [];
+  if (agent) sections.push(`# Persona: ${agent.name}\n\n${agent.persona.trim()}`);
+  for (const name of policyNames) {
+    const policy = config.policies[name];
+    if (policy) sections.push(`# Policy: ${policy.name}\n\n${policy.body.trim()}`);
+  }
+  for (const skill of skills) sections.push(`# Skill: ${skill.name}\n\n${skill.body.trim()}`);
+  const user = [`# Instructions\n\n${pipeline.instructions.trim()}`];
+  user.push(
+    `# Event\n\nname: ${input.event.name}\nsource: ${input.event.source}\n\n\`\`\`json\n${JSON.stringify(input.event.payload ?? null, null, 2)}\n\`\`\``,
+  );
+  const knowledge = knowledgeSection(input.knowledge?.passages ?? []);
+  if (knowledge) user.push(knowledge);
+  else if (input.knowledge?.note) user.push(`## Knowledge\n\n${input.knowledge.note}`);
+  if (pipeline.result) {
+    user.push(
+      `# Result\n\nEnd with one JSON object matching this JSON Schema:\n\n\`\`\`json\n${JSON.stringify(pipeline.result.schema, null, 2)}\n\`\`\``,
+    );
+  }
+  return { system: sections.join("\n\n"), user: user.join("\n\n") };
+}
+
+/** The command runtime has one channel, stdin: the system part first, then the request. */
+export function promptText(prompt: Prompt): string {
+  return prompt.system ? `${prompt.system}\n\n${prompt.user}\n` : `${prompt.user}\n`;
+}
+
+/**
+ * What an orchestrator is told beyond its instructions: the guidance, how to hand work to tasks and
+ * what it may spend. The tools describe themselves; this says how they fit together.
+ */
+export function orchestrationSection(orchestrator: Orchestrator): string {
+  const lines = [
+    "# Orchestration",
+    "",
+    "You orchestrate this run. Split the work into tasks with `create_task` (instructions, and optionally a skill, a principal binding and inputs); tasks run in parallel as separate agents and each returns a JSON result. Wait for them with `wait_tasks`, read results with `read_task_result`, and combine them into the final result. `list_tasks` shows every task this run created, also before a retry: check it before creating tasks again. A failed task carries its diagnostic: decide whether to retry it, work around it, or report it. Tasks publish nothing; only your final result is published.",
+    "",
+    `Budget: at most ${orchestrator.maxTasks} tasks for this run, ${orchestrator.maxParallel} running at once (the others wait their turn).`,
+  ];
+  if (orchestrator.guidance) lines.push("", "## Guidance", "", orchestrator.guidance.trim());
+  return lines.join("\n");
+}
