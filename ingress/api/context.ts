@@ -1,24 +1,7 @@
-import type { Request, Response } from "express";
 import type { Viewer } from "../../db/owned-workloads.ts";
-import type { AccessControl } from "../auth/middleware.ts";
 import type { Principal } from "../auth/principal.ts";
 import { crossesOwnerBoundary } from "../auth/principal.ts";
-import type { ApiDependencies } from "./router.ts";
-
-/** What a route handler gets: the request, its checked principal and the daemon's dependencies. */
-export interface RouteContext {
-  req: Request;
-  /** for a handler that writes its own answer (the tool protocol); it then returns ANSWERED */
-  res: Response;
-  principal: Principal;
-  deps: ApiDependencies;
-  access: AccessControl;
-}
-
-export interface Reply {
-  status: number;
-  body: unknown;
-}
+import type { Reply } from "./types.ts";
 
 /** Returned by a handler that has written the response itself. */
 export const ANSWERED: Reply = Object.freeze({ status: 0, body: undefined });

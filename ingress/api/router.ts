@@ -1,30 +1,12 @@
 import express, { type NextFunction, type Request, type Response, Router } from "express";
-import type pg from "pg";
-import type { PgBoss } from "pg-boss";
-import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
-import type { Knowledge } from "../../shared/knowledge/service.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { createAccessControl } from "../auth/middleware.ts";
 import { isDatabaseUnavailable, sendError, sendUnavailable } from "../errors.ts";
-import { ANSWERED, type Reply } from "./context.ts";
+import { ANSWERED } from "./context.ts";
 import { ApiError } from "./errors.ts";
 import { mcpMethodNotAllowed } from "./handlers/mcp.ts";
 import { API_ROUTES, REMOVED_ROUTES, requiredScopes } from "./routes.ts";
-
-/**
- * What the daemon API needs from the ingress process. The ingress app builds one of these at
- * start-up and mounts `createApiRouter(deps)` after the webhook routes.
- */
-export interface ApiDependencies {
-  pool: pg.Pool;
-  boss: PgBoss;
-  config: Readonly<ConfigSnapshot>;
-  logger: Logger;
-  /** secrets resolved at start-up (stored `secret_ref`s decrypted), keyed by secret name */
-  resolveSecret: (source: SecretSource) => string;
-  /** the knowledge opened (version-checked, indexed) at start-up */
-  knowledge?: Knowledge;
-}
+import type { ApiDependencies, Reply } from "./types.ts";
 
 const JSON_LIMIT = "1mb";
 

@@ -1,6 +1,5 @@
 import type { Scope } from "../../shared/scopes.ts";
 import { AUTHENTICATED } from "../auth/principal.ts";
-import type { Reply, RouteContext } from "./context.ts";
 import { doctorRoute, drainRoute, purgeRoute, reconcileRoute, resumeRoute } from "./handlers/admin.ts";
 import { compareEvalsRoute, evalStatsRoute } from "./handlers/eval-stats.ts";
 import {
@@ -38,6 +37,7 @@ import {
   submitInvocationRoute,
 } from "./handlers/workloads.ts";
 import type { JsonSchema, SchemaName } from "./schemas.ts";
+import type { Reply, RouteContext } from "./types.ts";
 
 /**
  * THE route table of the daemon API: path, method, required scope and handler. The router mounts

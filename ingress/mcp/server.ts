@@ -3,7 +3,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { isJSONRPCRequest, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Request, Response } from "express";
 import packageJson from "../../package.json" with { type: "json" };
-import type { ApiDependencies } from "../api/router.ts";
+import type { ApiDependencies } from "../api/types.ts";
 import { allows, type Principal } from "../auth/principal.ts";
 import { FORBIDDEN, FORBIDDEN_CODE } from "./forbidden.ts";
 import { type ToolDefinition, toolScope } from "./tool.ts";

@@ -1,7 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
-import type { ApiDependencies } from "../api/router.ts";
+import type { ApiDependencies } from "../api/types.ts";
 import type { Principal } from "../auth/principal.ts";
 
 /**

@@ -4,9 +4,10 @@ import { countFailedSince, purgeFailedJobs } from "../../../db/queue-jobs.ts";
 import { reconcileQueue } from "../../../db/reconcile-queue.ts";
 import { parseDuration } from "../../../shared/config/duration.ts";
 import { unknownScopes } from "../../../shared/scopes.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { badRequest } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, parseSince } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 import { resumePipeline } from "./breakers.ts";
 
 /** Daemon lifecycle routes (`admin`): drain, resume, reconcile, purge and the doctor probes. */

@@ -1,6 +1,7 @@
 import { closeBreaker } from "../../../db/circuit-breakers.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { badRequest } from "../errors.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /** `POST /admin/resume { pipeline }`: closes the pipeline's open circuit breaker early. */
 export async function resumePipeline(ctx: RouteContext, pipeline: unknown): Promise<Reply> {

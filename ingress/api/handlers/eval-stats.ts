@@ -6,9 +6,10 @@ import {
   type VersionTargetStats,
 } from "../../../db/eval-stats.ts";
 import { compareCohorts, outcomeOf, parseCohort, rate } from "../../evals/compare.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { querySince, queryString } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /**
  * Eval statistics (`evals:write`): what each pipeline version did on each target, how often runs

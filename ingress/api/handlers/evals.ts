@@ -10,9 +10,10 @@ import {
 } from "../../../db/eval-cases.ts";
 import { startEvalRun } from "../../../db/eval-runs.ts";
 import { isIdOf } from "../../../shared/ids.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, pathParam, queryInt, queryString } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 import { pipelineNamed } from "./firing.ts";
 
 /**

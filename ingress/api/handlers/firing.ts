@@ -3,10 +3,11 @@ import { fireSchedule } from "../../../db/schedules.ts";
 import { getTrigger } from "../../../db/triggers.ts";
 import { findSchedule } from "../../../shared/config/schedule.ts";
 import type { Pipeline } from "../../../shared/config/types.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, pathParam } from "../input.ts";
 import { gateArgs } from "../pipeline-args.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /**
  * Firing, replay, URL dispatch and schedule run-now all become a trigger plus its dispatch job in

@@ -1,7 +1,8 @@
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { notFound } from "../errors.ts";
 import { runHostTool } from "../host-tool-exec.ts";
 import { allowOnlyKeys, bodyObject, pathParam } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /**
  * `POST /host-tools/:name` runs host tool `<name>` for a caller holding `host:execute:<name>` (or

@@ -1,10 +1,10 @@
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { Knowledge, type RetrievalMethod } from "../../../shared/knowledge/service.ts";
 import { AskUnavailable, answerQuestion } from "../../ask/answer.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, queryInt, queryString } from "../input.ts";
-import type { ApiDependencies } from "../router.ts";
+import type { ApiDependencies, Reply, RouteContext } from "../types.ts";
 
 /** Longest question /ask takes: 8 KB of UTF-8. */
 export const MAX_QUESTION_BYTES = 8 * 1024;

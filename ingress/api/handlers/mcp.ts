@@ -1,6 +1,7 @@
 import type { Request, Response } from "express";
 import { FORBIDDEN, FORBIDDEN_CODE } from "../../mcp/forbidden.ts";
-import { ANSWERED, type Reply, type RouteContext } from "../context.ts";
+import { ANSWERED } from "../context.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /**
  * `POST /mcp`: the tool protocol (MCP, Streamable HTTP, stateless, JSON answers) on the official

@@ -1,8 +1,9 @@
 import { getNote, listNotes, type NoteRow } from "../../../db/notes.ts";
 import { isIdOf } from "../../../shared/ids.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { notFound } from "../errors.ts";
 import { pathParam, queryInt, queryString } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /**
  * Notes are shared knowledge, not workloads: any caller with `workloads:read` reads every note,

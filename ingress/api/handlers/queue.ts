@@ -7,8 +7,9 @@ import {
   type QueueJob,
   type QueueState,
 } from "../../../db/queue-jobs.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { parseSince, queryFlag, queryInt, queryString } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 const DEFAULT_WINDOW = "24h";
 

@@ -1,8 +1,9 @@
 import { lastRunPerRepo, type PullRun, runsForPulls } from "../../../db/repo-runs.ts";
 import { type CodehostReads, codehostReads } from "../../repos/codehost-reads.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { ApiError, notFound } from "../errors.ts";
 import { pathParam } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /**
  * The configured repositories (`repos:read`): `daemon.yaml`'s `repos` with their default branch

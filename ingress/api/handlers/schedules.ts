@@ -1,7 +1,8 @@
 import { listScheduleRecords } from "../../../db/schedules.ts";
 import { allSchedules } from "../../../shared/config/schedule.ts";
 import { nextFiring } from "../../../shared/schedule-time.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /**
  * The configured schedules (this daemon's configuration) with their next run and their last run

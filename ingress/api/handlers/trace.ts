@@ -1,8 +1,9 @@
 import { findIdsByPrefix, type LineageArtifact, readLineage } from "../../../db/lineage.ts";
 import { listDeliveries } from "../../../db/output-deliveries.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { ApiError, badRequest, notFound } from "../errors.ts";
 import { pathParam } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /** A kind prefix plus at least six id characters: the shortest input `svc trace` accepts. */
 export const TRACE_ID = /^(trg|run|inv|tsk)_[a-z2-7]{6,}$/;

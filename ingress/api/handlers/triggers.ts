@@ -6,9 +6,10 @@ import {
   type TriggerStatus,
   triggerStats,
 } from "../../../db/triggers.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { pathParam, queryInt, querySince, queryString } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 export const TRIGGER_STATUSES: readonly TriggerStatus[] = [
   "queued",

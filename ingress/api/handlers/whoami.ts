@@ -1,5 +1,6 @@
 import { crossesOwnerBoundary } from "../../auth/principal.ts";
-import { ok, type Reply, type RouteContext } from "../context.ts";
+import { ok } from "../context.ts";
+import type { Reply, RouteContext } from "../types.ts";
 
 /** The caller's own identity: what `svc auth setup` checks a token against. */
 export async function whoamiRoute(ctx: RouteContext): Promise<Reply> {

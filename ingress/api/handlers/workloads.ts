@@ -15,9 +15,10 @@ import {
 import { withTransaction } from "../../../db/transaction.ts";
 import { diagnostic } from "../../../shared/diagnostics.ts";
 import { type InvocationJob, pipelineLane } from "../../../shared/queues.ts";
-import { ok, type Reply, type RouteContext, viewerOf } from "../context.ts";
+import { ok, viewerOf } from "../context.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, pathParam, queryInt, queryString } from "../input.ts";
+import type { Reply, RouteContext } from "../types.ts";
 import { pipelineNamed } from "./firing.ts";
 
 /**
