@@ -1,8 +1,9 @@
 import { readFile, writeFile } from "node:fs/promises";
 import packageJson from "../../package.json" with { type: "json" };
 import { AUTHENTICATED } from "../auth/principal.ts";
-import { API_ROUTES, type RouteSpec } from "./routes.ts";
+import { API_ROUTES } from "./routes.ts";
 import { type JsonSchema, SCHEMAS } from "./schemas.ts";
+import type { RouteSpec } from "./types.ts";
 
 /**
  * The OpenAPI 3.1 document of the daemon, generated from the route table (routes.ts) plus the few

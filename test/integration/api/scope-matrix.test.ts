@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { issueSandboxToken } from "../../../db/api_tokens.ts";
-import { API_ROUTES, type RouteSpec } from "../../../ingress/api/routes.ts";
+import { API_ROUTES } from "../../../ingress/api/routes.ts";
+import type { RouteSpec } from "../../../ingress/api/types.ts";
 import { SCOPES } from "../../../shared/scopes.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import {

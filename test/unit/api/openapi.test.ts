@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { compileErrors, validate } from "@readme/openapi-parser";
 import { describe, expect, it } from "vitest";
 import { buildOpenApi, DEFAULT_RESPONSE, openApiPath, renderOpenApi } from "../../../ingress/api/openapi.ts";
-import { API_ROUTES, type RouteSpec } from "../../../ingress/api/routes.ts";
+import { API_ROUTES } from "../../../ingress/api/routes.ts";
+import type { RouteSpec } from "../../../ingress/api/types.ts";
 
 const DOC = join(import.meta.dirname, "../../../docs/openapi.json");
 

@@ -1,0 +1,78 @@
+import {
+  cancelInvocationRoute,
+  closeWorkloadRoute,
+  createWorkloadRoute,
+  getInvocationRoute,
+  getWorkloadRoute,
+  invocationArtifactsRoute,
+  listWorkloadsRoute,
+  submitInvocationRoute,
+} from "../handlers/workloads.ts";
+import type { RouteSpec } from "../types.ts";
+
+export const WORKLOAD_ROUTES: readonly RouteSpec[] = [
+  {
+    method: "GET",
+    path: "/workloads",
+    scope: "workloads:read",
+    ownerBound: true,
+    summary: "list workloads (own only without workloads:admin)",
+    handler: listWorkloadsRoute,
+  },
+  {
+    method: "GET",
+    path: "/workloads/:id",
+    scope: "workloads:read",
+    ownerBound: true,
+    summary: "one workload and its invocations",
+    handler: getWorkloadRoute,
+  },
+  {
+    method: "GET",
+    path: "/invocations/:id",
+    scope: "workloads:read",
+    ownerBound: true,
+    summary: "one invocation with diagnostic",
+    handler: getInvocationRoute,
+  },
+  {
+    method: "GET",
+    path: "/invocations/:id/artifacts",
+    scope: "workloads:read",
+    ownerBound: true,
+    summary: "an invocation's artifacts with rendered text",
+    handler: invocationArtifactsRoute,
+  },
+  {
+    method: "POST",
+    path: "/workloads",
+    scope: "workloads:write",
+    ownerBound: true,
+    summary: "create a workload for a pipeline: `{ pipeline }`",
+    handler: createWorkloadRoute,
+  },
+  {
+    method: "POST",
+    path: "/workloads/:id/close",
+    scope: "workloads:write",
+    ownerBound: true,
+    summary: "close a workload with no queued or running invocations",
+    handler: closeWorkloadRoute,
+  },
+  {
+    method: "POST",
+    path: "/workloads/:id/invocations",
+    scope: "workloads:write",
+    ownerBound: true,
+    summary: "submit an invocation to an open workload",
+    handler: submitInvocationRoute,
+  },
+  {
+    method: "POST",
+    path: "/invocations/:id/cancel",
+    scope: "workloads:write",
+    ownerBound: true,
+    summary: "cancel a queued or running invocation",
+    handler: cancelInvocationRoute,
+  },
+];
