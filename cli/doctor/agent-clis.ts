@@ -4,7 +4,7 @@ import { AGENT_CLIS, pinnedVersion } from "../../shared/agent-clis/pins.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { AgentCliTarget, ConfigProblem } from "../../shared/config/types.ts";
 import { findOnPath } from "../../shared/executables.ts";
-import type { CheckOutcome, DoctorCheck } from "./checks.ts";
+import type { CheckOutcome, DoctorCheck } from "./types.ts";
 
 const run = promisify(execFile);
 const VERSION = /\d+\.\d+\.\d+[0-9A-Za-z.+-]*/;

@@ -1,5 +1,5 @@
 import { connectDaemon, DaemonError, DaemonUnreachableError } from "../client.ts";
-import type { CheckOutcome, DoctorCheck } from "./checks.ts";
+import type { CheckOutcome, DoctorCheck } from "./types.ts";
 
 interface Probe {
   name: string;

@@ -3,7 +3,7 @@ import type { ConfigProblem } from "../../shared/config/types.ts";
 import { findOnPath, isExecutable } from "../../shared/executables.ts";
 import { checkQmdVersion, RetrievalToolError, resolveQmd } from "../../shared/knowledge/qmd.ts";
 import { discoverSources } from "../../shared/knowledge/sources.ts";
-import type { CheckOutcome, DoctorCheck } from "./checks.ts";
+import type { CheckOutcome, DoctorCheck } from "./types.ts";
 
 /**
  * What the daemon checks at boot about knowledge, said before it refuses: qmd at its floor when
