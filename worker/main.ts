@@ -7,7 +7,7 @@ import { createPool } from "../db/connect.ts";
 import { CANCEL_CHANNEL } from "../db/invocations.ts";
 import { migrate } from "../db/migrate.ts";
 import { TASK_CANCEL_CHANNEL } from "../db/orchestrated-tasks.ts";
-import { DEFAULT_HEARTBEAT_MS } from "../shared/config/daemon.ts";
+import { DEFAULT_HEARTBEAT_MS } from "../shared/config/daemon/worker.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
 import type { Logger } from "../shared/logger.ts";

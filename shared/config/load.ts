@@ -2,7 +2,8 @@ import type { Dirent } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { list, readOrReport, readText, reportUnreadable, type Text } from "./config-files.ts";
-import { type DaemonSettings, type DeclaredNames, declaredNames, readDaemon } from "./daemon.ts";
+import { type DeclaredNames, declaredNames } from "./daemon/declared-names.ts";
+import { readDaemon } from "./daemon.ts";
 import { readMembers } from "./documents.ts";
 import {
   type DocumentReader,
@@ -16,7 +17,7 @@ import { REMOVED_VALUES, reportRemovedKeys } from "./removed-keys.ts";
 import { reportDuplicateScheduleNames } from "./schedule.ts";
 import { substituteEnv } from "./secrets.ts";
 import { ConfigFile, parseYaml } from "./source.ts";
-import type { ConfigProblem, ConfigSnapshot, LoadResult, Pipeline } from "./types.ts";
+import type { ConfigProblem, ConfigSnapshot, DaemonSettings, LoadResult, Pipeline } from "./types.ts";
 
 export interface LoadOptions {
   /** the configuration directory (relative paths resolve against the working directory) */

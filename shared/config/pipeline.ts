@@ -1,11 +1,8 @@
 import { checkPipelineTools, readAgentAccess, readPipelineTools } from "./agent-tools.ts";
-import {
-  type DaemonSettings,
-  type DeclaredNames,
-  offLoopback,
-  readChatTarget,
-  readStringMap,
-} from "./daemon.ts";
+import { readChatTarget } from "./daemon/channels.ts";
+import type { DeclaredNames } from "./daemon/declared-names.ts";
+import { offLoopback } from "./daemon/server.ts";
+import { readStringMap } from "./env-map.ts";
 import { checkPublishingIdentities } from "./outputs.ts";
 import {
   bool,
@@ -25,7 +22,15 @@ import { checkSandboxReferences, readPipelineSandbox } from "./sandboxes.ts";
 import { readSchedules } from "./schedule.ts";
 import { isSemVer } from "./semver.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
-import type { EventMatcher, OutputBinding, Pipeline, PipelineArg, PipelineTrigger, Skill } from "./types.ts";
+import type {
+  DaemonSettings,
+  EventMatcher,
+  OutputBinding,
+  Pipeline,
+  PipelineArg,
+  PipelineTrigger,
+  Skill,
+} from "./types.ts";
 
 /** Output handlers and the schema id `result.schema.properties.<key>.$ref` must name exactly. */
 export const OUTPUT_HANDLERS: Readonly<Record<string, { schema: string; family: "codehost" | "chat" }>> = {

@@ -332,6 +332,12 @@ export interface ConfigSnapshot {
   members: Member[];
 }
 
+/** The part of the snapshot `daemon.yaml` defines. */
+export type DaemonSettings = Omit<
+  ConfigSnapshot,
+  "dir" | "pipelines" | "agents" | "skills" | "policies" | "members"
+>;
+
 export type Severity = "error" | "warning";
 
 /** One configuration problem. The loader returns all of them, never only the first. */

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { DEFAULT_MAX_BODY_BYTES } from "../../../shared/config/daemon.ts";
+import { DEFAULT_MAX_BODY_BYTES } from "../../../shared/config/daemon/webhooks.ts";
 import { DEPLOY, findTool, reportMissingTool, runTool } from "./tools.ts";
 
 const NGINX = join(DEPLOY, "nginx");

@@ -1,0 +1,48 @@
+import { isLoopbackHost, parseAddressRange } from "../network.ts";
+import { checkKeys, int, quote, str, strList, type YamlMap } from "../read.ts";
+import type { ConfigFile } from "../source.ts";
+import type { DaemonSettings } from "../types.ts";
+import { child } from "./read-helpers.ts";
+
+export const DEFAULT_HOST = "127.0.0.1";
+export const DEFAULT_PORT = 7420;
+
+export function readServer(f: ConfigFile, root: YamlMap, env: NodeJS.ProcessEnv): DaemonSettings["server"] {
+  const server = child(f, root, "server", []) ?? {};
+  checkKeys(f, server, ["server"], ["host", "port", "trusted_proxies"]);
+  let host = str(f, server, "host", ["server"]) ?? DEFAULT_HOST;
+  let port = int(f, server, "port", ["server"], { min: 1, max: 65_535 }) ?? DEFAULT_PORT;
+  // the environment wins, so the off-loopback checks below see the address the ingress really binds
+  const envHost = env.SVC_HOST?.trim();
+  if (envHost) host = envHost;
+  const envPort = env.SVC_PORT?.trim();
+  if (envPort) {
+    const parsed = Number(envPort);
+    // 0 asks the kernel for a free port (tests, several ingresses on one host); the ingress logs the port it bound
+    if (Number.isInteger(parsed) && parsed >= 0 && parsed <= 65_535) port = parsed;
+    else
+      f.report(
+        ["server", "port"],
+        "invalid_value",
+        `the environment variable SVC_PORT (overriding "server.port") must be a port number between 0 and 65535, 0 for any free port (got ${quote(envPort)})`,
+      );
+  }
+  return { host, port, trustedProxies: readTrustedProxies(f, server) };
+}
+
+function readTrustedProxies(f: ConfigFile, server: YamlMap): string[] {
+  const list = strList(f, server, "trusted_proxies", ["server"]) ?? [];
+  const bad = list.findIndex((entry) => !parseAddressRange(entry));
+  if (bad === -1) return list;
+  f.report(
+    ["server", "trusted_proxies", bad],
+    "invalid_value",
+    `"server.trusted_proxies[${bad}]" (${quote(list[bad]!)}) must be an IP address or a CIDR range such as 10.0.0.5, 10.0.0.0/8 or fd00::/8 - host names are not resolved`,
+  );
+  return [];
+}
+
+/** True when the effective bind address is reachable from other machines. */
+export function offLoopback(settings: Pick<DaemonSettings, "server">): boolean {
+  return !isLoopbackHost(settings.server.host);
+}
