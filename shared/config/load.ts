@@ -12,7 +12,8 @@ import {
   readSkills,
   reportUnknownPolicies,
 } from "./load-documents.ts";
-import { type PipelineContext, type PipelineDraft, readPipeline, resolvePipeline } from "./pipeline.ts";
+import type { PipelineContext, PipelineDraft } from "./pipeline/draft.ts";
+import { readPipeline, resolvePipeline } from "./pipeline.ts";
 import { REMOVED_VALUES, reportRemovedKeys } from "./removed-keys.ts";
 import { reportDuplicateScheduleNames } from "./schedule.ts";
 import { substituteEnv } from "./secrets.ts";

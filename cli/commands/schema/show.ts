@@ -1,5 +1,5 @@
 import { Args, Command } from "@oclif/core";
-import { OUTPUT_HANDLERS } from "../../../shared/config/pipeline.ts";
+import { OUTPUT_HANDLERS } from "../../../shared/config/pipeline/outputs.ts";
 import { HANDLER_SCHEMAS, handlerSchema } from "../../../shared/output-schemas.ts";
 
 export default class SchemaShow extends Command {

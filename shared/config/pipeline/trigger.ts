@@ -1,0 +1,102 @@
+import { offLoopback } from "../daemon/server.ts";
+import { checkKeys, isMapping, mapping, quote, strList, type YamlMap } from "../read.ts";
+import { readSchedules } from "../schedule.ts";
+import { type ConfigFile, formatPath, type KeyPath } from "../source.ts";
+import type { DaemonSettings, EventMatcher, PipelineArg, PipelineTrigger } from "../types.ts";
+import type { PipelineDraft } from "./draft.ts";
+
+const REPO_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
+
+export function readTrigger(
+  f: ConfigFile,
+  root: YamlMap,
+  name: string,
+  args: Record<string, PipelineArg>,
+): PipelineTrigger | null {
+  if (root.trigger === undefined || root.trigger === null) return null;
+  const raw = mapping(f, root.trigger, ["trigger"], " with keys webhook, codehost, tracker or schedule");
+  if (!raw) return null;
+  checkKeys(f, raw, ["trigger"], ["webhook", "codehost", "tracker", "schedule"]);
+  return {
+    webhook: strList(f, raw, "webhook", ["trigger"]) ?? [],
+    codehost: readMatchers(f, raw, "codehost"),
+    tracker: readMatchers(f, raw, "tracker"),
+    schedule: readSchedules(f, raw, name, args),
+  };
+}
+
+/** `[event, ...]`, `{ events, repos }`, or a list mixing event names and such objects. */
+function readMatchers(f: ConfigFile, raw: YamlMap, key: "codehost" | "tracker"): EventMatcher[] {
+  const value = raw[key];
+  const path = ["trigger", key];
+  if (value === undefined || value === null) return [];
+  const shape = `"trigger.${key}" must be a list of event names (e.g. [pull_request.opened]) or { events: [...], repos: [owner/name, ...] }`;
+  const items = Array.isArray(value) ? value : [value];
+  const matchers: EventMatcher[] = [];
+  const bare: string[] = [];
+  items.forEach((item, index) => {
+    const itemPath: KeyPath = Array.isArray(value) ? [...path, index] : path;
+    if (typeof item === "string" && item.trim() !== "") {
+      bare.push(item);
+    } else if (isMapping(item)) {
+      checkKeys(f, item, itemPath, ["events", "repos"]);
+      const events = strList(f, item, "events", itemPath, {
+        required: true,
+        hint: ", e.g. events: [pull_request.opened]",
+      });
+      const repos = strList(f, item, "repos", itemPath) ?? [];
+      for (const [i, repo] of repos.entries()) {
+        if (!REPO_NAME.test(repo))
+          f.report(
+            [...itemPath, "repos", i],
+            "invalid_value",
+            `repository ${quote(repo)} must be written <owner>/<name>`,
+          );
+      }
+      if (events?.length) matchers.push({ events, repos });
+      else if (events)
+        f.report(
+          [...itemPath, "events"],
+          "required",
+          `"${formatPath([...itemPath, "events"])}" must not be empty`,
+        );
+    } else {
+      f.report(itemPath, "invalid_type", shape);
+    }
+  });
+  if (bare.length) matchers.unshift({ events: bare, repos: [] });
+  return matchers;
+}
+
+export function checkTriggerSources(f: ConfigFile, draft: PipelineDraft, daemon: DaemonSettings): void {
+  const trigger = draft.trigger;
+  if (!trigger) return;
+  const sources = Object.values(daemon.webhooks.sources);
+  trigger.webhook.forEach((name, index) => {
+    const source = daemon.webhooks.sources[name];
+    const path = ["trigger", "webhook", index];
+    if (source && source.verify !== "bearer") {
+      f.report(
+        path,
+        "verify_kind_mismatch",
+        `webhook ${quote(name)} points at source "webhooks.sources.${name}", whose verify is ${source.verify}, not bearer - a ${source.verify} source serves trigger.${source.verify}; add a bearer source under another name or move the events to trigger.${source.verify}`,
+      );
+    } else if (!source) {
+      const offMachine = offLoopback(daemon);
+      f.report(
+        path,
+        "webhook_source_missing",
+        `webhook ${quote(name)} has no source, so every request to /webhooks/${name} is refused with 401 - add "webhooks.sources.${name}: { verify: bearer, secret: \${ENV_NAME} }" to daemon.yaml${offMachine ? ` (the daemon refuses to start: it binds ${daemon.server.host}, reachable off the machine)` : ""}`,
+        offMachine ? "error" : "warning",
+      );
+    }
+  });
+  for (const kind of ["codehost", "tracker"] as const) {
+    if (trigger[kind].length === 0 || sources.some((source) => source.verify === kind)) continue;
+    f.report(
+      ["trigger", kind],
+      "webhook_source_missing",
+      `"trigger.${kind}" has no ${kind} source to receive its events - add "webhooks.sources.<name>: { verify: ${kind}, secret_ref: webhook/<name> }" to daemon.yaml`,
+    );
+  }
+}
