@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import pg from "pg";
 import { startEmbeddedPostgres } from "./embedded.ts";
+import type { Queryable } from "./queryable.ts";
 
 export interface DatabaseLocation {
   url: string;
@@ -37,6 +38,39 @@ export function createPool(url: string, options: { max?: number; applicationName
   // An idle client losing its server (restart, failover) emits here; without a listener node exits.
   pool.on("error", () => {});
   return pool;
+}
+
+/**
+ * A pool whose sessions commit asynchronously (`synchronous_commit=off`): a record written through
+ * it costs a round trip, not a WAL flush. For what a crash may lose without harm to the run's
+ * outcome (a worker's own records of a run: tasks, artifacts, heartbeats, agent tokens).
+ * `onLost`: an idle client's lost connection; the pool drops it and the next query reports the failure.
+ */
+export function createAsyncCommitPool(
+  url: string,
+  options: { max: number; applicationName: string; onLost: (error: Error) => void },
+): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.max,
+    application_name: options.applicationName,
+    options: "-c synchronous_commit=off",
+    connectionTimeoutMillis: 5_000,
+    query_timeout: 30_000,
+  });
+  pool.on("error", options.onLost);
+  return pool;
+}
+
+/** The readiness ping behind `GET /health`: resolves when the server answers, rejects otherwise. */
+export async function pingDatabase(db: Queryable): Promise<void> {
+  await db.query("SELECT 1");
+}
+
+/** The server's version string as Postgres reports it (e.g. "17.2"), for the daemon's doctor probe. */
+export async function readServerVersion(db: Queryable): Promise<string | undefined> {
+  const { rows } = await db.query<{ v: string }>("SHOW server_version");
+  return rows[0]?.v;
 }
 
 /** A url with its password masked, for log lines and error messages. */

@@ -17,6 +17,14 @@ export async function listCooldowns(db: Queryable): Promise<CooldownRow[]> {
   return rows;
 }
 
+/** The credentials marked dead, in a stable order: `svc doctor` names them for the operator to replace. */
+export async function listDeadCredentials(db: Queryable): Promise<{ target: string; credential: string }[]> {
+  const { rows } = await db.query<{ target: string; credential: string }>(
+    "SELECT target, credential FROM svc.credential_cooldowns WHERE state = 'dead' ORDER BY target, credential",
+  );
+  return rows;
+}
+
 export async function markCooling(
   db: Queryable,
   row: { target: string; credential: string; reason: string; until: Date },

@@ -194,6 +194,18 @@ export async function getInvocationStatus(db: Queryable, id: string): Promise<In
   return rows[0]?.status;
 }
 
+/**
+ * The pipeline the invocation's workload runs, or undefined when no such invocation exists. The
+ * reaper reads it to find an orchestrated run's `maxParallel` before promoting its next tasks.
+ */
+export async function getInvocationPipeline(db: Queryable, id: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ pipeline: string }>(
+    "SELECT w.pipeline FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id WHERE i.id = $1",
+    [id],
+  );
+  return rows[0]?.pipeline;
+}
+
 /** Returns false when this worker no longer holds the row (another worker took it over). */
 export async function heartbeatInvocation(db: Queryable, id: string, workerId: string): Promise<boolean> {
   const { rowCount } = await db.query({

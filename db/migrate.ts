@@ -42,6 +42,15 @@ export async function listMigrations(): Promise<Migration[]> {
 }
 
 /**
+ * The versions recorded in `svc.schema_migrations`: migrate() skips them, and the daemon's doctor
+ * probe compares them with listMigrations() to report pending ones. The table must exist.
+ */
+export async function appliedMigrationVersions(db: pg.ClientBase | pg.Pool): Promise<Set<number>> {
+  const { rows } = await db.query<{ version: number }>("SELECT version FROM svc.schema_migrations");
+  return new Set(rows.map((row) => row.version));
+}
+
+/**
  * Applies pending migrations, each in its own transaction, under a session advisory lock so
  * that processes starting at once take turns; re-running applies nothing.
  * Returns the names of the migrations this call applied.
@@ -65,8 +74,7 @@ export async function migrate(pool: pg.Pool): Promise<string[]> {
         name       text NOT NULL,
         applied_at timestamptz NOT NULL DEFAULT now()
       )`);
-      const { rows } = await client.query<{ version: number }>("SELECT version FROM svc.schema_migrations");
-      const done = new Set(rows.map((row) => row.version));
+      const done = await appliedMigrationVersions(client);
       for (const migration of await listMigrations()) {
         if (done.has(migration.version)) continue;
         await client.query("BEGIN");

@@ -156,6 +156,12 @@ export async function getOrchestratedTask(
   return rows[0];
 }
 
+/** A task's status alone: its worker's watch asks it at each heartbeat whether the task was cancelled. */
+export async function orchestratedTaskStatus(db: Queryable, id: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ status: string }>("SELECT status FROM svc.tasks WHERE id = $1", [id]);
+  return rows[0]?.status;
+}
+
 /** The channel on which a cancelled task is announced (payload: its id), so its worker kills it at once. */
 export const TASK_CANCEL_CHANNEL = "svc_task_cancelled";
 

@@ -166,3 +166,25 @@ export async function closeOpenTasks(
     [invocationId, JSON.stringify(diagnostic)],
   );
 }
+
+/** How long one finished setup step or agent run took, with the invocation's target. */
+export interface TaskDuration {
+  kind: string;
+  status: string;
+  target: string | null;
+  seconds: number;
+}
+
+/**
+ * The durations of the run's finished setup and agent tasks (one indexed query), read back at the
+ * end of a run for the worker's duration histograms (worker/metrics.ts).
+ */
+export async function listTaskDurations(db: Queryable, invocationId: string): Promise<TaskDuration[]> {
+  const { rows } = await db.query<TaskDuration>(
+    `SELECT t.kind, t.status, i.target, extract(epoch FROM t.finished_at - t.started_at)::float8 AS seconds
+       FROM svc.tasks t JOIN svc.invocations i ON i.id = t.invocation_id
+      WHERE t.invocation_id = $1 AND t.kind IN ('setup', 'agent') AND t.finished_at IS NOT NULL`,
+    [invocationId],
+  );
+  return rows;
+}

@@ -69,3 +69,24 @@ export function isConnectionError(error: unknown): boolean {
     typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith("08") || code.startsWith("57")
   );
 }
+
+/**
+ * Runs `work` under a savepoint of the caller's transaction: its statements are kept when it
+ * returns, and undone alone when it throws (the error is thrown on), the rest of the transaction
+ * going on.
+ */
+export async function withSavepoint<T>(
+  client: pg.ClientBase,
+  name: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  await client.query(`SAVEPOINT ${name}`);
+  try {
+    const result = await work();
+    await client.query(`RELEASE SAVEPOINT ${name}`);
+    return result;
+  } catch (error) {
+    await client.query(`ROLLBACK TO SAVEPOINT ${name}`);
+    throw error;
+  }
+}

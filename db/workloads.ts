@@ -21,3 +21,15 @@ export async function getWorkload(db: Queryable, id: string): Promise<WorkloadRo
   });
   return rows[0];
 }
+
+/** The workload an invocation belongs to: an orchestrated task knows only its invocation. */
+export async function workloadOfInvocation(
+  db: Queryable,
+  invocationId: string,
+): Promise<WorkloadRow | undefined> {
+  const { rows } = await db.query<WorkloadRow>(
+    "SELECT w.* FROM svc.workloads w JOIN svc.invocations i ON i.workload_id = w.id WHERE i.id = $1",
+    [invocationId],
+  );
+  return rows[0];
+}

@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response } from "express";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
+import { pingDatabase } from "../db/connect.ts";
 import packageJson from "../package.json" with { type: "json" };
 import type { ConfigSnapshot, SecretSource } from "../shared/config/types.ts";
 import type { Knowledge } from "../shared/knowledge/service.ts";
@@ -62,7 +63,7 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
   app.get("/health", async (_req, res) => {
     res.locals.route = "/health";
     try {
-      await deps.pool.query("SELECT 1");
+      await pingDatabase(deps.pool);
       res.json({ status: "ok", database: "ok" });
     } catch {
       sendUnavailable(res);

@@ -1,5 +1,7 @@
+import { readServerVersion } from "../../../db/connect.ts";
+import { listDeadCredentials } from "../../../db/credential-cooldowns.ts";
 import { clearDrain, readDrain, setDrain } from "../../../db/daemon-state.ts";
-import { listMigrations } from "../../../db/migrate.ts";
+import { appliedMigrationVersions, listMigrations } from "../../../db/migrate.ts";
 import { countFailedSince, purgeFailedJobs } from "../../../db/queue-jobs.ts";
 import { reconcileQueue } from "../../../db/reconcile-queue.ts";
 import { parseDuration } from "../../../shared/config/duration.ts";
@@ -90,13 +92,12 @@ export async function doctorRoute(ctx: RouteContext): Promise<Reply> {
     }
   };
   await probe("database", async () => {
-    const { rows } = await pool.query<{ v: string }>("SHOW server_version");
-    return { status: "ok", message: `PostgreSQL ${rows[0]?.v ?? "?"} reachable` };
+    const version = await readServerVersion(pool);
+    return { status: "ok", message: `PostgreSQL ${version ?? "?"} reachable` };
   });
   await probe("migrations", async () => {
     const known = await listMigrations();
-    const { rows } = await pool.query<{ version: number }>("SELECT version FROM svc.schema_migrations");
-    const applied = new Set(rows.map((row) => row.version));
+    const applied = await appliedMigrationVersions(pool);
     const pending = known
       .filter((migration) => !applied.has(migration.version))
       .map((migration) => migration.name);
@@ -126,9 +127,7 @@ export async function doctorRoute(ctx: RouteContext): Promise<Reply> {
       : { status: "ok", message: "accepting work" };
   });
   await probe("credentials", async () => {
-    const { rows } = await pool.query<{ target: string; credential: string }>(
-      "SELECT target, credential FROM svc.credential_cooldowns WHERE state = 'dead' ORDER BY target, credential",
-    );
+    const rows = await listDeadCredentials(pool);
     return rows.length
       ? {
           status: "warning",

@@ -5,7 +5,7 @@ import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureQueue, startBoss } from "../../../db/boss.ts";
-import { insertQueuedRuns } from "../../../db/invocations.ts";
+import { getInvocationPipeline, insertQueuedRuns } from "../../../db/invocations.ts";
 import { insertNote } from "../../../db/notes.ts";
 import { withTransaction } from "../../../db/transaction.ts";
 import { newId } from "../../../shared/ids.ts";
@@ -228,5 +228,12 @@ describe("reaper and retention sweeper", () => {
     expect(result).toMatchObject({ checkouts: 2, transcripts: 2 });
     const notes = await pool.query("SELECT body FROM svc.notes");
     expect(notes.rows).toEqual([{ body: "keep me" }]);
+  });
+
+  // last: the run it makes stays stale, and the reaper tests above count the stale runs they reap
+  it("reads the pipeline of an invocation's workload (for an orchestrated task's maxParallel); none for an unknown id", async () => {
+    const { invocation } = await staleRun(1);
+    expect(await getInvocationPipeline(pool, invocation)).toBe("p");
+    expect(await getInvocationPipeline(pool, newId("invocation"))).toBeUndefined();
   });
 });
