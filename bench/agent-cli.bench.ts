@@ -29,7 +29,7 @@ import {
   writeConfigDir,
 } from "../test/e2e/worker/processes.ts";
 import { installPinnedCli } from "../test/support/agent-clis.ts";
-import { runProcessTree } from "../worker/exec/process.ts";
+import { runHere } from "../worker/exec/host/engine.ts";
 import { claudeCode } from "../worker/runtimes/agent-cli/claude-code.ts";
 import { codex } from "../worker/runtimes/agent-cli/codex.ts";
 import { cliEnvironment, freshHome } from "../worker/runtimes/agent-cli/isolation.ts";
@@ -77,7 +77,7 @@ async function alone(runtime: AgentCliRuntime, fake: LoopbackModel, target: Agen
   const launch = await cli.launch(context);
   const from = fake.requests.length;
   const spawned = wallMs();
-  const outcome = await runProcessTree({
+  const outcome = await runHere({
     argv: launch.argv,
     cwd: runDir,
     env: cliEnvironment(runEnv, home, access, launch.env),

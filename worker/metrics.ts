@@ -7,6 +7,7 @@ import type { PgBoss } from "pg-boss";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { listCooldowns } from "../db/credential-cooldowns.ts";
 import { readSecrets } from "../db/secrets.ts";
+import { listTaskDurations } from "../db/tasks.ts";
 import { isLoopbackHost } from "../shared/config/network.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import type { Logger } from "../shared/logger.ts";
@@ -89,14 +90,8 @@ export function recordInvocationEnd(
     code: outcome === "completed" ? "none" : code && CODE.test(code) ? code : "other",
   });
   if (!serving) return;
-  pool
-    .query<{ kind: string; status: string; target: string | null; seconds: number }>(
-      `SELECT t.kind, t.status, i.target, extract(epoch FROM t.finished_at - t.started_at)::float8 AS seconds
-         FROM svc.tasks t JOIN svc.invocations i ON i.id = t.invocation_id
-        WHERE t.invocation_id = $1 AND t.kind IN ('setup', 'agent') AND t.finished_at IS NOT NULL`,
-      [invocationId],
-    )
-    .then(({ rows }) => {
+  listTaskDurations(pool, invocationId)
+    .then((rows) => {
       for (const row of rows) {
         if (row.kind === "setup") setupSteps.observe({ status: row.status }, row.seconds);
         else agents.observe({ target: row.target ?? "none", status: row.status }, row.seconds);

@@ -1,12 +1,31 @@
-import { type ChildExit, type ChildSpec, killGroup, startChild } from "./host/child-process.ts";
+/** What starting a setup step or agent needs, wherever it runs: argv, never shell text. */
+export interface ChildSpec {
+  argv: string[];
+  cwd: string;
+  /** the complete environment of the child: nothing of the starting process's is inherited */
+  env: Record<string, string>;
+  stdin?: string;
+  /** receives stdout and stderr */
+  logFile: string;
+  /** start the log file empty instead of appending to it */
+  truncate?: boolean;
+  /** keep stdout in memory as well (the command runtime reads its result from it) */
+  captureStdout?: boolean;
+}
+
+export interface ChildExit {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  /** a spawn failure (missing executable, bad cwd, unwritable log) */
+  spawnError?: string;
+}
 
 export interface ProcessSpec extends ChildSpec {
   timeoutMs?: number;
   signal?: AbortSignal;
-  /** starts the child from the worker's spawner process (see spawner.ts) instead of this one */
-  spawner?: { readonly alive: boolean; run(spec: ProcessSpec): Promise<ProcessOutcome> };
   /**
-   * Called once the child's process exists (or at once, by a starter that cannot tell), so what
+   * Called once the child's process exists (or at once, by an engine that cannot tell), so what
    * the caller does beside the child waits until the child has its CPU for the start: on a small
    * machine a start shares the cores with whatever runs while it forks. Not called when the
    * child could not be started at all.
@@ -20,24 +39,10 @@ export interface ProcessOutcome extends ChildExit {
 }
 
 /**
- * Runs a child in its own process group so that a timeout or shutdown kills the whole tree:
- * an agent CLI that forked helpers must not leave them running after svc gave up on it.
- */
-export function runProcessTree(spec: ProcessSpec): Promise<ProcessOutcome> {
-  // a spawner that died (it should not) leaves the worker spawning its children itself
-  if (spec.spawner?.alive) return spec.spawner.run(spec);
-  const { pid, exited } = startChild(spec);
-  if (pid !== undefined) spec.onStarted?.();
-  return superviseChild(spec, exited, () => {
-    if (pid !== undefined) killGroup(pid);
-  }).outcome;
-}
-
-/**
  * The worker's side of a started child, wherever it was started: the spec's timeout and abort
- * signal kill its process group (`kill`), and the outcome says which of them ended it. A spawner
- * learns the child's pid only after the timeout or signal may have fired: `stopping()` tells it
- * to kill the group as soon as it knows it.
+ * signal kill its whole tree (`kill`), and the outcome says which of them ended it. An engine that
+ * learns the child's pid only after the timeout or signal may have fired (the spawner) asks
+ * `stopping()` and kills the tree as soon as it knows it.
  */
 export function superviseChild(
   spec: Pick<ProcessSpec, "timeoutMs" | "signal">,

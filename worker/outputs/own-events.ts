@@ -1,5 +1,5 @@
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
-import type { ResolvedEvent } from "../queue/dispatch.ts";
+import type { ResolvedEvent } from "../event/resolve.ts";
 
 /**
  * A pipeline's own identity on the code host is the `members.yaml` handle of its agent (the

@@ -8,8 +8,8 @@ import type {
   ReplyResult,
   ReviewResult,
 } from "../../shared/output-schemas.ts";
+import type { ResolvedEvent } from "../event/resolve.ts";
 import { countDelivery } from "../metrics.ts";
-import type { ResolvedEvent } from "../queue/dispatch.ts";
 import { PublishError, type PublishFailure } from "./attempt.ts";
 import { ChatPublisher } from "./chat.ts";
 import { CodehostPublisher, codehostClient, type PullRef } from "./codehost.ts";

@@ -1,12 +1,13 @@
 import type { PoolClient } from "pg";
 import type { Job, PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../../db/boss.ts";
+import type { TriggerEvent } from "../../db/invocations.ts";
 import { claimRuns, type InvocationRow } from "../../db/invocations.ts";
 import { claimOrchestratedTasks, type OrchestratedTask } from "../../db/orchestrated-tasks.ts";
-import { withTransaction } from "../../db/transaction.ts";
+import { withSavepoint, withTransaction } from "../../db/transaction.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, type LaneJob } from "../../shared/queues.ts";
+import type { ResolvedEvent } from "../event/resolve.ts";
 import { countClaimed } from "../metrics.ts";
-import type { KnownRun } from "../run/lifecycle.ts";
 import {
   afterDispatch,
   type DispatchClaims,
@@ -15,8 +16,18 @@ import {
   dispatchTriggers,
 } from "./dispatch.ts";
 import { targetUsable } from "./lanes.ts";
-import { instant, type LeaseData, laneLease, type Lease as RunLease, takeLeases } from "./run-leases.ts";
-import type { Lease, Slots } from "./slots.ts";
+import { instant, type Lease, type LeaseData, laneLease, takeLeases } from "./run-leases.ts";
+import type { Slot, Slots } from "./slots.ts";
+
+/**
+ * What the claim already read for a run, so the run does not read it again: dispatch resolved the
+ * event; a lane claim read the trigger it resolves from (null: the workload has none).
+ */
+export interface KnownRun {
+  workload: { id: string; trigger_id: string | null; pipeline: string };
+  event?: ResolvedEvent;
+  trigger?: TriggerEvent | null;
+}
 
 export interface ClaimLoopDeps extends DispatchDeps {
   boss: PgBoss;
@@ -28,13 +39,13 @@ export interface ClaimLoopDeps extends DispatchDeps {
   /** true while the daemon is drained: nothing is claimed */
   drained(): boolean;
   /** runs an invocation this worker holds, under its pg-boss lease; the claim loop gives it a slot */
-  runClaimed(row: InvocationRow, known: KnownRun, lease?: RunLease): Promise<void>;
-  /** runs an orchestrated task this worker holds (worker/tasks/claimed-task.ts) */
+  runClaimed(row: InvocationRow, known: KnownRun, lease?: Lease): Promise<void>;
+  /** runs an orchestrated task this worker holds (worker/tasks/claim.ts) */
   runClaimedTask(task: OrchestratedTask): Promise<void>;
 }
 
 /** What a claim hands a slot: an invocation with what was read for it, or an orchestrated task. */
-type Claimed = { invocation: InvocationRow; known: KnownRun; lease?: RunLease } | { task: OrchestratedTask };
+type Claimed = { invocation: InvocationRow; known: KnownRun; lease?: Lease } | { task: OrchestratedTask };
 
 function isInvocationJob(job: Job<LaneJob>): job is Job<InvocationJob> {
   return !("taskId" in job.data);
@@ -172,22 +183,22 @@ export class ClaimLoop {
         return;
       }
       this.#notified.delete(queue);
-      const leases = this.#deps.slots.take(this.#deps.slots.free);
+      const slots = this.#deps.slots.take(this.#deps.slots.free);
       let fetched = 0;
       try {
         fetched =
           queue === DISPATCH_QUEUE
-            ? await this.#takeDispatchJobs(leases)
-            : await this.#takeLaneJobs(queue, leases);
+            ? await this.#takeDispatchJobs(slots)
+            : await this.#takeLaneJobs(queue, slots);
       } finally {
-        // the leases no run took come back here, whatever was thrown
-        for (const lease of leases) lease.release();
+        // the slots no run took come back here, whatever was thrown
+        for (const slot of slots) slot.release();
       }
-      if (fetched >= leases.length) this.#notified.add(queue); // a full batch: there may be more
+      if (fetched >= slots.length) this.#notified.add(queue); // a full batch: there may be more
     }
   }
 
-  #start(slot: Lease, claimed: Claimed): void {
+  #start(slot: Slot, claimed: Claimed): void {
     this.#deps.slots.run(
       slot,
       () =>
@@ -212,14 +223,14 @@ export class ClaimLoop {
    * (or this task), is done once the claim is decided either way. A crash before the commit leaves
    * the jobs where they were.
    */
-  async #takeLaneJobs(lane: string, leases: Lease[]): Promise<number> {
+  async #takeLaneJobs(lane: string, slots: Slot[]): Promise<number> {
     const { boss, pool, workerId, staleAfterMs, leaseSeconds } = this.#deps;
     let fetched = 0;
-    const runLeases = new Map<string, RunLease>();
+    const runLeases = new Map<string, Lease>();
     const takenAt = instant();
     const claimed = await withTransaction(pool, async (client) => {
       const db = transactionDb(client, { prepare: true });
-      const jobs = await boss.fetch<LaneJob>(lane, { batchSize: leases.length, db });
+      const jobs = await boss.fetch<LaneJob>(lane, { batchSize: slots.length, db });
       fetched = jobs.length;
       if (jobs.length === 0) return [];
       const taskIds = jobs.flatMap((job) => ("taskId" in job.data ? [job.data.taskId] : []));
@@ -250,7 +261,7 @@ export class ClaimLoop {
       return rows;
     });
     countClaimed("lane", claimed.length);
-    for (const [index, row] of claimed.entries()) this.#start(leases[index]!, row);
+    for (const [index, row] of claimed.entries()) this.#start(slots[index]!, row);
     return fetched;
   }
 
@@ -258,25 +269,25 @@ export class ClaimLoop {
    * Fetches a batch of dispatch jobs and dispatches them in one transaction (one commit for the
    * batch; see dispatchTriggers). The batch is at least DISPATCH_BATCH jobs whatever the free slots:
    * a trigger that fires nothing needs no slot, and a run beyond the free slots goes to its lane,
-   * where any worker with room claims it. Only as many runs as there are leases are created claimed
+   * where any worker with room claims it. Only as many runs as there are free slots are created claimed
    * by this worker. A batch goes without savepoints first; if it throws, the rollback hands every
    * job back untouched, and the next round, at once, dispatches those jobs under a savepoint each,
    * so the one that fails is failed for a retry alone.
    */
-  async #takeDispatchJobs(leases: Lease[]): Promise<number> {
+  async #takeDispatchJobs(slots: Slot[]): Promise<number> {
     const { boss, pool, logger } = this.#deps;
     let fetched = 0;
     let unguarded: string[] = [];
     let outcomes: { triggerId: string; outcome: DispatchOutcome }[];
     const claims = {
       workerId: this.#deps.workerId,
-      left: this.#closing ? 0 : leases.length,
+      left: this.#closing ? 0 : slots.length,
       takenAt: instant(),
     };
     try {
       outcomes = await withTransaction(pool, async (client) => {
         const jobs = await boss.fetch<DispatchJob>(DISPATCH_QUEUE, {
-          batchSize: Math.max(leases.length, DISPATCH_BATCH),
+          batchSize: Math.max(slots.length, DISPATCH_BATCH),
           db: transactionDb(client, { prepare: true }),
         });
         fetched = jobs.length;
@@ -305,11 +316,11 @@ export class ClaimLoop {
     let next = 0;
     for (const { outcome } of outcomes) {
       const run = outcome.kind === "dispatched" ? outcome.claimed : undefined;
-      if (run) this.#start(leases[next++]!, { invocation: run.invocation, known: run, lease: run.lease });
+      if (run) this.#start(slots[next++]!, { invocation: run.invocation, known: run, lease: run.lease });
     }
     for (const { triggerId, outcome } of outcomes) afterDispatch(this.#deps, triggerId, outcome);
     // a full batch tells the round there may be more
-    return fetched >= Math.max(leases.length, DISPATCH_BATCH) ? Number.POSITIVE_INFINITY : 0;
+    return fetched >= Math.max(slots.length, DISPATCH_BATCH) ? Number.POSITIVE_INFINITY : 0;
   }
 
   /** Dispatches each job under its own savepoint; a failing one is failed (pg-boss retries it) alone. */
@@ -321,14 +332,14 @@ export class ClaimLoop {
     const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
     for (const job of jobs) {
       this.#suspects.delete(job.id);
-      await client.query("SAVEPOINT dispatch");
       const claimsBefore = claims.left;
       try {
-        outcomes.push(...(await dispatchTriggers(this.#deps, client, [job], claims)));
-        await client.query("RELEASE SAVEPOINT dispatch");
+        const dispatched = await withSavepoint(client, "dispatch", () =>
+          dispatchTriggers(this.#deps, client, [job], claims),
+        );
+        outcomes.push(...dispatched);
       } catch (error) {
         claims.left = claimsBefore;
-        await client.query("ROLLBACK TO SAVEPOINT dispatch");
         this.#deps.logger.warn("dispatch failed; the job is retried", {
           event: "dispatch.failed",
           trigger: job.data.triggerId,

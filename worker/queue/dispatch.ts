@@ -8,17 +8,18 @@ import {
   type QueuedRun,
 } from "../../db/invocations.ts";
 import { type LockedTrigger, lockTriggers } from "../../db/trigger-status.ts";
-import { getTrigger, setTriggerStatuses, type TriggerStatus } from "../../db/triggers.ts";
+import { setTriggerStatuses, type TriggerStatus } from "../../db/triggers.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
 import { newId } from "../../shared/ids.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../../shared/queues.ts";
+import { workspacePaths } from "../../shared/workspace-layout.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
-import { type EventContext, eventContext } from "../event/context.ts";
+import type { EventContext } from "../event/context.ts";
 import { matchPipelines } from "../event/match.ts";
-import { workspacePaths } from "../run/workspace.ts";
+import { type ResolvedEvent, resolveEvent, runIdentity } from "../event/resolve.ts";
 import { laneFor } from "./lanes.ts";
 import { type Instant, type Lease, laneLeaseOptions, NEVER, takeLeases } from "./run-leases.ts";
 
@@ -31,56 +32,6 @@ export interface DispatchDeps {
   logger: Logger;
   /** the heartbeatSeconds of the leases of runs this worker claims (worker/queue/run-leases.ts) */
   leaseSeconds: number;
-}
-
-/** What a trigger means once a replay is resolved to the trigger it replays. */
-export interface ResolvedEvent {
-  kind: string;
-  source: string;
-  eventName: string;
-  payload: unknown;
-  context: EventContext;
-}
-
-function isEmptyObject(value: unknown): boolean {
-  return value !== null && typeof value === "object" && Object.keys(value as object).length === 0;
-}
-
-/** A replay runs as its original did: the original's kind, source and event name (and payload unless it sent one). */
-export async function resolveEvent(
-  db: pg.Pool | pg.ClientBase,
-  trigger: {
-    kind: string;
-    source: string;
-    event_name?: string;
-    eventName?: string;
-    payload: unknown;
-    replay_of?: string | null;
-    replayOf?: string | null;
-  },
-): Promise<ResolvedEvent> {
-  let kind = trigger.kind;
-  let source = trigger.source;
-  let eventName = trigger.event_name ?? trigger.eventName ?? "";
-  let payload = trigger.payload;
-  const replayOf = trigger.replay_of ?? trigger.replayOf;
-  if (kind === "replay" && replayOf) {
-    const original = await getTrigger(db, replayOf);
-    if (original) {
-      kind = original.kind;
-      source = original.source;
-      eventName = original.eventName;
-      if (payload === null || payload === undefined || isEmptyObject(payload)) payload = original.payload;
-    }
-  }
-  // a replayed manual fire still names its agent or skill in the payload
-  const context = eventContext(trigger.kind === "replay" && kind !== "tracker" ? "replay" : kind, payload);
-  return { kind, source, eventName, payload, context };
-}
-
-/** The agent and skill a pipeline runs with for this event: a fire request may name its own. */
-export function runIdentity(pipeline: Pipeline, context: EventContext): { agent?: string; skill?: string } {
-  return { agent: context.agent ?? pipeline.agent, skill: context.skill ?? pipeline.skill };
 }
 
 function unknownReference(

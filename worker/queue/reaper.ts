@@ -5,6 +5,7 @@ import { revokeRunTokensExceptTasks, revokeTaskTokens } from "../../db/api_token
 import { transactionDb, wakeWorkers } from "../../db/boss.ts";
 import {
   failLostInvocation,
+  getInvocationPipeline,
   lockLostInvocations,
   lockStaleInvocations,
   requeueInvocation,
@@ -199,9 +200,6 @@ async function orchestratorOf(
   client: Parameters<typeof promoteTasks>[0],
   invocationId: string,
 ) {
-  const { rows } = await client.query<{ pipeline: string }>(
-    "SELECT w.pipeline FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id WHERE i.id = $1",
-    [invocationId],
-  );
-  return rows[0] ? deps.config.pipelines[rows[0].pipeline]?.orchestrator : undefined;
+  const pipeline = await getInvocationPipeline(client, invocationId);
+  return pipeline === undefined ? undefined : deps.config.pipelines[pipeline]?.orchestrator;
 }

@@ -47,7 +47,7 @@ export async function sweepWorkspaces(
     }
     const invocations = await readdir(runDir, { withFileTypes: true }).catch(() => []);
     for (const invocation of invocations) {
-      // an invocation's directory, or an orchestrated task's (worker/tasks/claimed-task.ts), which has its own checkout
+      // an invocation's directory, or an orchestrated task's (worker/tasks/claim.ts), which has its own checkout
       if (!invocation.isDirectory() || !/^(inv|tsk)_/.test(invocation.name)) continue;
       const own = join(runDir, invocation.name, "checkout");
       if (invocation.name.startsWith("tsk_") && (await olderThan(own, now - checkoutDays * DAY_MS))) {

@@ -1,7 +1,7 @@
 /**
- * A worker's run slots (`worker.concurrency`) as leases. The claim loop takes a lease for every job
- * it may claim; a lease is given back either by `release()` (nothing was claimed for it) or by the
- * run it was handed to, in a `finally`, however that run ends. A throw anywhere, before or during a
+ * A worker's run slots (`worker.concurrency`). The claim loop takes a slot for every job it may
+ * claim; a slot is given back either by `release()` (nothing was claimed for it) or by the run it
+ * was handed to, in a `finally`, however that run ends. A throw anywhere, before or during a
  * run, gives the slot back: none is ever lost for the life of the process.
  */
 export class Slots {
@@ -26,19 +26,19 @@ export class Slots {
     return this.#running.size;
   }
 
-  /** Leases up to `max` free slots (none while every slot is busy). */
-  take(max: number): Lease[] {
+  /** Takes up to `max` free slots (none while every slot is busy). */
+  take(max: number): Slot[] {
     const count = Math.max(0, Math.min(max, this.#free));
     this.#free -= count;
-    return Array.from({ length: count }, () => new Lease(() => this.#giveBack()));
+    return Array.from({ length: count }, () => new Slot(() => this.#giveBack()));
   }
 
   /**
-   * Runs `work` on `lease`: the slot stays taken while it runs and comes back when it ends, thrown
+   * Runs `work` on `slot`: the slot stays taken while it runs and comes back when it ends, thrown
    * error or not. `onError` hears what it threw (the worker logs it); the run itself never rejects.
    */
-  run(lease: Lease, work: () => Promise<void>, onError: (error: unknown) => void): void {
-    const giveBack = lease.handOver();
+  run(slot: Slot, work: () => Promise<void>, onError: (error: unknown) => void): void {
+    const giveBack = slot.handOver();
     const running: Promise<void> = (async () => {
       try {
         await work();
@@ -72,7 +72,7 @@ export class Slots {
 }
 
 /** One slot, held until released or handed to a run. Releasing twice releases once. */
-export class Lease {
+export class Slot {
   #state: "held" | "handed" | "released" = "held";
   readonly #giveBack: () => void;
 
@@ -89,7 +89,7 @@ export class Lease {
 
   /** the run takes the slot over; what it gets back gives the slot back, once */
   handOver(): () => void {
-    if (this.#state !== "held") throw new Error(`a ${this.#state} slot lease cannot be handed to a run`);
+    if (this.#state !== "held") throw new Error(`a ${this.#state} slot cannot be handed to a run`);
     this.#state = "handed";
     return () => {
       if (this.#state !== "handed") return;

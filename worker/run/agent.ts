@@ -5,28 +5,19 @@ import type { NewArtifact } from "../../db/artifacts.ts";
 import { setInvocationTarget } from "../../db/invocations.ts";
 import { finishTask, type RecordedTask, startTask, type TaskEnd } from "../../db/tasks.ts";
 import type { Target } from "../../shared/config/types.ts";
-import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
+import type { Diagnostic } from "../../shared/diagnostics.ts";
 import { newId } from "../../shared/ids.ts";
 import { invocationTargets } from "../../shared/queues.ts";
-import { runIdentity } from "../queue/dispatch.ts";
-import { targetUsable } from "../queue/lanes.ts";
-import { runAgentCli } from "../runtimes/agent-cli/run.ts";
-import { runCommandAgent } from "../runtimes/command.ts";
-import { runOpenAiAgent } from "../runtimes/openai.ts";
-import type { AgentOutcome } from "../runtimes/outcome.ts";
+import { runIdentity } from "../event/resolve.ts";
 import { artifactOf, fileArtifact, recordSurface } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
-import type { RunEnd, RunState } from "./phases.ts";
-import { stopped } from "./phases.ts";
-import { assemblePrompt, orchestrationSection, type Prompt, promptText } from "./prompt.ts";
+import { agentTimeout, onTargets, type Unavailable } from "./failover.ts";
+import { assemblePrompt, orchestrationSection, type Prompt } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
-import {
-  newAgentToken,
-  type RunAccess,
-  type RunTokenRequest,
-  runTokenLifetimeMs,
-  withRunToken,
-} from "./run-token.ts";
+import { newAgentToken } from "./run-token.ts";
+import { type AgentContext, startRuntime, tokenRequest } from "./runtime.ts";
+import { stopped } from "./stopped.ts";
+import type { RunEnd, RunState } from "./types.ts";
 
 /** How the agent ended: a result (with what its check found, null when it passed), or the run's end. */
 export type AgentEnd =
@@ -52,33 +43,37 @@ export function agentPrompt(run: RunState): Prompt {
 }
 
 /**
- * The agent on the pipeline's targets, in order: the first usable target that answers gives the
- * result. A target whose credentials are cooling is skipped; when every target is unavailable the
- * run fails with `target_unavailable`, or waits (released) when none has a usable credential at all.
+ * The agent on the pipeline's targets, in order (failover.ts): the first usable target that answers
+ * gives the result. When every target is unavailable the run fails with `target_unavailable`, or
+ * waits (released) when none has a usable credential at all.
  */
 export async function runAgentOnTargets(run: RunState): Promise<AgentEnd> {
-  const { deps, input } = run;
+  const { input } = run;
   const prompt = agentPrompt(run);
   const transcript = join(input.paths.logsDir, "transcript.log");
   // synchronously, as every small file of a run: one system call here, where the thread pool
   // costs a thread's wake-up and the event loop's
   writeFileSync(transcript, "");
-  const unavailable: Diagnostic[] = [];
-  for (const name of invocationTargets(input.pipeline)) {
-    const target = deps.config.targets[name];
-    if (!target || !targetUsable(target, deps.cooldowns, deps.secrets)) continue;
-    const attempt = await runAgentOn(run, target, prompt, transcript);
-    if (attempt.kind === "result" || attempt.kind === "ended") return attempt;
-    if (attempt.diagnostic) unavailable.push(attempt.diagnostic);
-  }
-  if (unavailable.length === 0) {
-    // every target lacks a usable credential: nothing failed; the run waits on a stopped lane
-    // until a probe or a restart brings a credential back
-    return { kind: "ended", end: { kind: "released", credentials: true } };
-  }
-  const message = `no target of pipeline ${input.pipeline.name} could run the agent`;
-  const failure = diagnostic("target_unavailable", message, { details: unavailable });
-  return { kind: "ended", end: { kind: "failed", diagnostic: failure } };
+  const end = await onTargets(
+    run.deps,
+    invocationTargets(input.pipeline),
+    (target) => runAgentOn(run, target, prompt, transcript),
+    `pipeline ${input.pipeline.name} could run the agent`,
+  );
+  if (end.kind !== "exhausted") return end;
+  // no target had a usable credential: nothing failed; the run waits on a stopped lane until a
+  // probe or a restart brings a credential back
+  if (!end.failure) return { kind: "ended", end: { kind: "released", credentials: true } };
+  return { kind: "ended", end: { kind: "failed", diagnostic: end.failure } };
+}
+
+/** The invocation's agent as its runtime sees it, stopped by `signal`. */
+function agentContext(run: RunState, signal: AbortSignal): AgentContext {
+  const { input } = run;
+  return {
+    ...{ deps: run.deps, invocationId: input.invocationId, pipeline: input.pipeline, paths: input.paths },
+    ...{ event: run.event, env: run.env, engine: run.engine, signal },
+  };
 }
 
 /**
@@ -90,13 +85,15 @@ async function runAgentOn(
   target: Target,
   prompt: Prompt,
   transcript: string,
-): Promise<AgentEnd | { kind: "unavailable"; diagnostic?: Diagnostic }> {
-  const { input, records } = run;
+): Promise<AgentEnd | Unavailable> {
+  const { input } = run;
+  const { records } = run.deps;
   const { invocationId } = input;
   const taskId = newId("task");
   const orchestrator = input.pipeline.orchestrator;
+  const agent = agentContext(run, input.signal);
   const token = newAgentToken(
-    tokenRequest(run, target, orchestrator ? { task: taskId, role: "orchestrator" } : undefined),
+    tokenRequest(agent, target, orchestrator ? { task: taskId, role: "orchestrator" } : undefined),
   );
   const row = {
     id: taskId,
@@ -117,7 +114,7 @@ async function runAgentOn(
     if (target.name !== input.target) await setInvocationTarget(records, invocationId, target.name);
     const deadline = withDeadline(input.signal, orchestrator?.timeoutMs);
     const outcome = await startRuntime(
-      { ...run, input: { ...input, signal: deadline.signal } },
+      { ...agent, signal: deadline.signal },
       target,
       prompt,
       transcript,
@@ -143,7 +140,12 @@ async function runAgentOn(
       return { kind: "result", result: outcome.result, target: target.name, invalid: check.invalid };
     }
     if (outcome.kind === "aborted" && deadline.expired()) {
-      const timeout = orchestratorTimeout(input.pipeline.name, target.name, orchestrator?.timeoutMs ?? 0);
+      const ms = orchestrator?.timeoutMs ?? 0;
+      const timeout = agentTimeout(
+        `the orchestrator of pipeline ${input.pipeline.name} did not finish within ${ms} ms (orchestrator.timeout); its unfinished tasks were cancelled`,
+        target.name,
+        ms,
+      );
       await finish({ status: "failed", diagnostic: timeout, ...usage }, log);
       return { kind: "ended", end: { kind: "failed", diagnostic: timeout } };
     }
@@ -192,89 +194,4 @@ function resultCheck(run: RunState, result: unknown): { record: RecordedTask; in
     ? { status: "failed", diagnostic: invalid }
     : { status: pipeline.result ? "completed" : "skipped" };
   return { record: { row, end, artifact }, invalid };
-}
-
-function orchestratorTimeout(pipeline: string, target: string, ms: number): Diagnostic {
-  return diagnostic(
-    "agent_timeout",
-    `the orchestrator of pipeline ${pipeline} did not finish within ${ms} ms (orchestrator.timeout); its unfinished tasks were cancelled`,
-    { target, metadata: { timeoutMs: ms } },
-  );
-}
-
-/**
- * The target's runtime: a command in the worktree, an agent CLI (claude-code, codex), or the openai
- * agent loop. Each gets the run token and the tool protocol's address (worker/run/run-token.ts): agent
- * processes only, never setup steps.
- */
-export async function runRuntime(
-  run: RunState,
-  target: Target,
-  prompt: Prompt,
-  transcript: string,
-  binding?: RunTokenRequest["binding"],
-): Promise<AgentOutcome> {
-  return withRunToken({ db: run.records, ...tokenRequest(run, target, binding) }, (token) =>
-    startRuntime(run, target, prompt, transcript, token),
-  );
-}
-
-/** What the run token of an agent on `target` in this run is bound to (worker/run/run-token.ts). */
-function tokenRequest(
-  run: RunState,
-  target: Target,
-  binding: RunTokenRequest["binding"] | undefined,
-): Omit<RunTokenRequest, "db"> {
-  const { deps, input } = run;
-  const { agent } = runIdentity(input.pipeline, run.event.context);
-  return {
-    daemonUrl: deps.daemonUrl,
-    invocationId: input.invocationId,
-    pipeline: input.pipeline,
-    agent,
-    repo: run.event.context.repo,
-    worktree: input.paths.checkout,
-    runDir: input.paths.runDir,
-    lifetimeMs: runTokenLifetimeMs(target),
-    ...(binding ? { binding } : {}),
-  };
-}
-
-function startRuntime(
-  run: RunState,
-  target: Target,
-  prompt: Prompt,
-  transcript: string,
-  token: RunAccess,
-): Promise<AgentOutcome> {
-  const { deps, input } = run;
-  const common = {
-    cooldowns: deps.cooldowns,
-    secrets: deps.secrets,
-    transcriptFile: transcript,
-    signal: input.signal,
-  };
-  switch (target.runtime) {
-    case "command":
-      return runCommandAgent({
-        ...common,
-        target,
-        configDir: deps.config.dir,
-        cwd: input.paths.checkout,
-        env: { ...run.env, ...token.env },
-        stdin: promptText(prompt),
-        spawner: deps.spawner,
-      });
-    case "openai":
-      return runOpenAiAgent({ ...common, target, prompt, tools: token });
-    default:
-      return runAgentCli({
-        ...common,
-        ...{ target, prompt, cwd: input.paths.checkout, runDir: input.paths.runDir },
-        pipeline: input.pipeline,
-        runEnv: run.env,
-        access: token,
-        spawner: deps.spawner,
-      });
-  }
 }

@@ -1,6 +1,6 @@
 import type { Pipeline } from "../../shared/config/types.ts";
-import type { ResolvedEvent } from "../queue/dispatch.ts";
-import type { Workspace } from "./workspace.ts";
+import type { Workspace } from "../../shared/workspace-layout.ts";
+import type { ResolvedEvent } from "../event/resolve.ts";
 
 export interface RunEnvironmentInput {
   workspace: Workspace;

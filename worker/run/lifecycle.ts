@@ -1,4 +1,3 @@
-import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { revokeInvocationTokens } from "../../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../../db/boss.ts";
@@ -8,68 +7,37 @@ import {
   heartbeatInvocation,
   type InvocationRow,
   releaseInvocation,
-  type TriggerEvent,
 } from "../../db/invocations.ts";
 import { cancelOrchestratedTasks } from "../../db/orchestrated-tasks.ts";
 import { closeOpenTasks } from "../../db/tasks.ts";
 import { withTransaction } from "../../db/transaction.ts";
 import { settleLockedTrigger, settleTrigger } from "../../db/trigger-status.ts";
-import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import type { Pipeline } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
-import type { Knowledge } from "../../shared/knowledge/service.ts";
-import type { Logger } from "../../shared/logger.ts";
 import { type InvocationJob, laneQueue } from "../../shared/queues.ts";
-import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
-import type { CredentialSecrets } from "../credentials/secrets.ts";
-import type { ProcessSpec } from "../exec/process.ts";
+import { type Workspace, workspacePaths } from "../../shared/workspace-layout.ts";
 import { recordInvocationEnd } from "../metrics.ts";
-import type { ResolvedEvent } from "../queue/dispatch.ts";
+import type { KnownRun } from "../queue/claim-loop.ts";
 import { laneFor } from "../queue/lanes.ts";
 import { completeLease, type Lease, touchLease } from "../queue/run-leases.ts";
 import { recordRunEnd } from "./circuit-breaker.ts";
 import { type HeldWatch, watchHeld } from "./held-watch.ts";
-import { CANCELLED, type RunEnd, runInvocation } from "./phases.ts";
-import { removeCheckout, type Workspace, workspacePaths } from "./workspace.ts";
+import { runInvocation } from "./phases.ts";
+import { CANCELLED, type RunDeps, type RunEnd } from "./types.ts";
+import { removeCheckout } from "./workspace.ts";
 
-export interface ExecuteDeps {
-  pool: pg.Pool;
-  /**
-   * For the run's own records (tasks, artifacts, heartbeats, agent tokens): a pool whose sessions
-   * commit asynchronously, so a record costs a round trip, not a WAL flush. Claims, finishes,
-   * releases and trigger settlement always go through `pool`, with synchronous commits.
-   */
-  records?: pg.Pool;
+/** What holding a run needs beyond running it: its queue, its heartbeat, and the worker's runs. */
+export interface HoldDeps extends RunDeps {
   boss: PgBoss;
-  config: Readonly<ConfigSnapshot>;
-  cooldowns: CredentialCooldowns;
-  secrets: CredentialSecrets;
-  logger: Logger;
-  workerId: string;
   heartbeatMs: number;
   staleAfterMs: number;
-  /** starts the children, and kills their process groups when this worker dies (see spawner.ts) */
-  spawner?: ProcessSpec["spawner"];
-  /** handed to agent processes as SVC_DAEMON_URL next to their SVC_AGENT_TOKEN */
-  daemonUrl?: string;
   /** the runs of this worker by invocation id, so a cancellation can reach the one it names */
-  runs?: Map<string, RunHandle>;
-  /** the knowledge opened at start-up: delivered into runs by the pipeline's `knowledge` block */
-  knowledge?: Knowledge;
+  runs: Map<string, RunHandle>;
 }
 
 export interface RunHandle {
   /** the invocation was cancelled through the API: stop it and record the cancellation */
   cancel(): void;
-}
-
-/**
- * What the claim already read for a run, so the run does not read it again: dispatch resolved the
- * event; a lane claim read the trigger it resolves from (null: the workload has none).
- */
-export interface KnownRun {
-  workload: { id: string; trigger_id: string | null; pipeline: string };
-  event?: ResolvedEvent;
-  trigger?: TriggerEvent | null;
 }
 
 const ORCHESTRATOR_ENDED = diagnostic(
@@ -89,7 +57,7 @@ const RECHECK_SECONDS = 2;
  * how it ended. Losing the claim (a reaper judged this worker gone) aborts the run.
  */
 export async function runClaimedInvocation(
-  deps: ExecuteDeps,
+  deps: HoldDeps,
   claimed: InvocationRow,
   shutdown: AbortSignal,
   known: KnownRun,
@@ -146,7 +114,7 @@ type RunWatch = HeldWatch;
  * and `heartbeat_at` on its row; a lease that pg-boss failed, or a row that another worker took,
  * means this worker was judged lost.
  */
-function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal, lease?: Lease): RunWatch {
+function watchRun(deps: HoldDeps, invocationId: string, shutdown: AbortSignal, lease?: Lease): RunWatch {
   const { pool, logger, workerId } = deps;
   let leaseFailed = false;
   return watchHeld({
@@ -163,15 +131,15 @@ function watchRun(deps: ExecuteDeps, invocationId: string, shutdown: AbortSignal
       : {}),
     heartbeat: async () => {
       const [row, leased] = await Promise.all([
-        heartbeatInvocation(deps.records ?? pool, invocationId, workerId),
+        heartbeatInvocation(deps.records, invocationId, workerId),
         lease ? touchLease(deps.boss, lease) : true,
       ]);
       leaseFailed = !leased;
       return row && leased;
     },
     isCancelled: async () => (await getInvocationStatus(pool, invocationId)) === "cancelled",
-    register: (cancel) => deps.runs?.set(invocationId, { cancel }),
-    unregister: () => deps.runs?.delete(invocationId),
+    register: (cancel) => deps.runs.set(invocationId, { cancel }),
+    unregister: () => deps.runs.delete(invocationId),
     onCancel: () =>
       logger.info("invocation cancelled: stopping it", {
         event: "invocation.cancelling",
@@ -200,7 +168,7 @@ interface Ended {
  * Records how the run ended: abandoned, cancelled, released for retry, or finished with its trigger
  * settled. True when the lease was completed with the end (a finished run: one commit for both).
  */
-async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<boolean> {
+async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
   const { pool, logger } = deps;
   const { invocationId, workload, pipeline, paths, end } = ended;
   // `lost` comes back from a heartbeat that found the claim gone, or found the run cancelled
@@ -270,12 +238,12 @@ async function recordEnd(deps: ExecuteDeps, ended: Ended): Promise<boolean> {
 }
 
 /** The API already wrote `cancelled` (and its diagnostic): never overwrite it; close what is open. */
-async function recordCancelled(deps: ExecuteDeps, ended: Ended): Promise<void> {
+async function recordCancelled(deps: HoldDeps, ended: Ended): Promise<void> {
   const { pool, logger } = deps;
   const { invocationId, workload, pipeline, paths } = ended;
   await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
   await bestEffort(deps, "cancel_tasks", cancelOrchestratedTasks(pool, invocationId, CANCELLED));
-  await bestEffort(deps, "revoke_token", revokeInvocationTokens(deps.records ?? pool, invocationId));
+  await bestEffort(deps, "revoke_token", revokeInvocationTokens(deps.records, invocationId));
   if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
   logger.info("invocation cancelled", {
     event: "invocation.cancelled",
@@ -290,7 +258,7 @@ async function recordCancelled(deps: ExecuteDeps, ended: Ended): Promise<void> {
  * must not keep the end itself from being recorded: a failure is logged, and what it left behind is
  * cleaned up later (tokens expire on their own, the retention sweep removes checkouts).
  */
-async function bestEffort(deps: ExecuteDeps, what: string, work: Promise<unknown>): Promise<void> {
+async function bestEffort(deps: HoldDeps, what: string, work: Promise<unknown>): Promise<void> {
   await work.catch((error) =>
     deps.logger.warn(`${what.replace("_", " ")} failed after the run ended`, {
       event: `invocation.${what}_failed`,
@@ -301,7 +269,7 @@ async function bestEffort(deps: ExecuteDeps, what: string, work: Promise<unknown
 
 /** Back to `queued` with a fresh lane job, in one transaction, so the run is never lost in between. */
 async function release(
-  deps: ExecuteDeps,
+  deps: HoldDeps,
   invocationId: string,
   pipeline: Pipeline | undefined,
   waiting: boolean,

@@ -1,6 +1,6 @@
 import type { Pipeline } from "../../shared/config/types.ts";
+import type { ResolvedEvent } from "../event/resolve.ts";
 import { isOwnEvent } from "../outputs/own-events.ts";
-import type { ResolvedEvent } from "../queue/dispatch.ts";
 import { type BreakerDeps, breakerHold } from "./circuit-breaker.ts";
 
 /**

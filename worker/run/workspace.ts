@@ -3,33 +3,12 @@ import { mkdirSync, rmdirSync } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
+import type { ConfigSnapshot } from "../../shared/config/types.ts";
+import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
+import type { Workspace } from "../../shared/workspace-layout.ts";
+import type { EventContext } from "../event/context.ts";
 
 const execFileAsync = promisify(execFile);
-
-export interface Workspace {
-  /** `<config dir>/workspaces/<run>` */
-  root: string;
-  /** the worktree: a clone of the repository, or an empty directory when the trigger names none */
-  checkout: string;
-  /** per invocation: scratch space of the setup steps and the agent */
-  runDir: string;
-  /** per invocation: every file left here becomes an artifact */
-  surfaceDir: string;
-  /** per invocation: step outputs and the agent transcript, outside the agent's reach */
-  logsDir: string;
-}
-
-export function workspacePaths(configDir: string, workloadId: string, invocationId: string): Workspace {
-  const root = join(configDir, "workspaces", workloadId);
-  const invocationRoot = join(root, invocationId);
-  return {
-    root,
-    checkout: join(root, "checkout"),
-    runDir: join(invocationRoot, "run"),
-    surfaceDir: join(invocationRoot, "surface"),
-    logsDir: join(invocationRoot, "logs"),
-  };
-}
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -89,6 +68,28 @@ export async function prepareWorkspace(
     await rm(temporary, { recursive: true, force: true });
     const message = (error as { stderr?: string }).stderr?.trim() || (error as Error).message;
     throw new CheckoutError(message);
+  }
+}
+
+/**
+ * Makes the directories of a run (or of an orchestrated task: `what` says so) and clones its event's
+ * repository at the event's revision. A failed clone is returned as the `setup_failed` diagnostic
+ * that ends it; nothing else is caught.
+ */
+export async function checkOutEvent(
+  config: Readonly<Pick<ConfigSnapshot, "repos">>,
+  paths: Workspace,
+  context: EventContext,
+  what = "",
+): Promise<Diagnostic | undefined> {
+  const { repo, sha, branch } = context;
+  try {
+    await prepareWorkspace(paths, { cloneUrl: repo ? config.repos[repo]?.cloneUrl : undefined, sha, branch });
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof CheckoutError)) throw error;
+    const message = `cloning ${repo} at ${sha || branch || "its default branch"}${what} failed: ${error.message}`;
+    return diagnostic("setup_failed", message, { field: "checkout" });
   }
 }
 

@@ -4,7 +4,7 @@ import type { CommandTarget } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
-import { type ProcessSpec, runProcessTree } from "../exec/process.ts";
+import type { ProcessEngine } from "../exec/engine.ts";
 import { lastJsonObject } from "../run/result-check.ts";
 import { authFailureReason, outputSince, transcriptSize } from "./command-credentials.ts";
 import type { AgentOutcome } from "./outcome.ts";
@@ -20,7 +20,8 @@ export interface CommandRunInput {
   stdin: string;
   transcriptFile: string;
   signal: AbortSignal;
-  spawner?: ProcessSpec["spawner"];
+  /** where the agent's process runs: the worker's host or the run's container */
+  engine: ProcessEngine;
 }
 
 /**
@@ -62,7 +63,7 @@ async function runAgentProcess(
     executable && !isAbsolute(executable) && executable.includes("/")
       ? resolve(input.configDir, executable)
       : executable;
-  const outcome = await runProcessTree({
+  const outcome = await input.engine.run({
     argv: [file ?? "", ...args],
     cwd: input.cwd,
     env: { ...input.env, ...credentialEnv },
@@ -71,7 +72,6 @@ async function runAgentProcess(
     captureStdout: true,
     timeoutMs: input.target.timeoutMs,
     signal: input.signal,
-    spawner: input.spawner,
   });
   const target = input.target.name;
   if (outcome.aborted) return { kind: "aborted" };

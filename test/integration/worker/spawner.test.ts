@@ -3,8 +3,8 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runHere } from "../../../worker/exec/host/engine.ts";
 import { Spawner } from "../../../worker/exec/host/spawner.ts";
-import { runProcessTree } from "../../../worker/exec/process.ts";
 import { rssKib } from "../../drills/support/processes.ts";
 import { waitFor } from "./helpers.ts";
 
@@ -41,7 +41,7 @@ describe("spawner", () => {
     const env = { PATH, PAYLOAD_JSON: `{"x":"'; touch ${dir}/pwned; echo '$(id)\`"}`, "WEIRD NAME": "a\nb" };
     const spec = { argv: ["/bin/sh", "-c", REPORT], cwd: dir, env };
     const viaSpawner = await spawner.run({ ...spec, logFile: join(dir, "spawner.log"), truncate: true });
-    const direct = await runProcessTree({ ...spec, logFile: join(dir, "direct.log"), truncate: true });
+    const direct = await runHere({ ...spec, logFile: join(dir, "direct.log"), truncate: true });
     expect(viaSpawner.exitCode).toBe(0);
     expect(direct.exitCode).toBe(0);
     const log = await readFile(join(dir, "spawner.log"), "utf8");

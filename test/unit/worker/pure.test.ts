@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { workspacePaths } from "../../../shared/workspace-layout.ts";
 import { classifyResponse, retryAfter } from "../../../worker/credentials/classify.ts";
 import { eventContext } from "../../../worker/event/context.ts";
 import { matchPipelines } from "../../../worker/event/match.ts";
 import { runEnvironment } from "../../../worker/run/environment.ts";
 import { checkResult, lastJsonObject } from "../../../worker/run/result-check.ts";
-import { workspacePaths } from "../../../worker/run/workspace.ts";
 import { pipeline } from "../../support/pipeline.ts";
 
 describe("credential verdicts (the contract's table)", () => {

@@ -1,11 +1,13 @@
 import { access, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../../shared/logger.ts";
 import { openEngine } from "../../../shared/sandbox/engine.ts";
-import { RunSandbox } from "../../../worker/exec/sandbox/container.ts";
+import { workspacePaths } from "../../../shared/workspace-layout.ts";
+import { SandboxEngine } from "../../../worker/exec/sandbox/container.ts";
 import { containerEnvironment, pathMap } from "../../../worker/exec/sandbox/paths.ts";
-import { workspacePaths } from "../../../worker/run/workspace.ts";
 
 describe("a run's processes inside its container", () => {
   const paths = workspacePaths("/srv/svc", "wl_1", "inv_1");
@@ -54,7 +56,7 @@ describe("a sandbox whose engine does not answer", () => {
     const paths = workspacePaths(dir, "wl_1", "inv_1");
     for (const path of [paths.checkout, paths.runDir, paths.surfaceDir, paths.logsDir])
       await mkdir(path, { recursive: true });
-    const sandbox = new RunSandbox({
+    const sandbox = new SandboxEngine({
       docker: openEngine({ socket }),
       settings: { engine: { socket }, network: "none", user: "1000:1000", limits: {}, images: {} },
       sandbox: { image: "agent:default", mounts: [] },
@@ -62,6 +64,7 @@ describe("a sandbox whose engine does not answer", () => {
       paths,
       invocationId: "inv_1",
       workerId: "w",
+      logger: createLogger({ role: "worker", format: "json", stream: new PassThrough() }),
     });
     const marker = join(dir, "ran-on-host");
     const outcome = await sandbox.run({
@@ -70,11 +73,11 @@ describe("a sandbox whose engine does not answer", () => {
       env: {},
       logFile: join(paths.logsDir, "setup-0.log"),
     });
-    expect(sandbox.failure).toEqual({
+    expect(sandbox.failure()).toEqual({
       code: "sandbox_engine_unreachable",
       message: `the container engine at unix://${socket} did not answer (ENOENT) - start the engine (dockerd or podman's API service), or point "sandboxes.engine.socket" in daemon.yaml (or DOCKER_HOST) at its socket`,
     });
-    expect(outcome).toMatchObject({ exitCode: null, spawnError: sandbox.failure!.message });
+    expect(outcome).toMatchObject({ exitCode: null, spawnError: sandbox.failure()!.message });
     await expect(access(marker)).rejects.toThrow(/ENOENT/);
     await sandbox.close();
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Slots } from "../../../worker/queue/slots.ts";
 
-describe("worker slots (leases)", () => {
+describe("worker slots", () => {
   it("gives a slot back when the run's event resolution throws, and the next run gets it", async () => {
     let freed = 0;
     const slots = new Slots(1, () => (freed += 1));
@@ -49,7 +49,7 @@ describe("worker slots (leases)", () => {
     expect(slots.free).toBe(2);
   });
 
-  it("never leases more than it has, and releasing an unused lease twice gives back one slot", () => {
+  it("never hands out more slots than it has, and releasing an unused slot twice gives back one", () => {
     const slots = new Slots(3);
     const leases = slots.take(10);
     expect(leases).toHaveLength(3);
@@ -59,7 +59,7 @@ describe("worker slots (leases)", () => {
     expect(slots.free).toBe(1);
   });
 
-  it("a lease handed to a run is not given back by a release meant for unused leases", async () => {
+  it("a slot handed to a run is not given back by a release meant for unused slots", async () => {
     const slots = new Slots(1);
     const [lease] = slots.take(1);
     let finish: () => void = () => {};
@@ -68,7 +68,7 @@ describe("worker slots (leases)", () => {
       () => new Promise<void>((resolve) => (finish = resolve)),
       () => {},
     );
-    lease!.release(); // the claim loop's `finally` releases every lease of a batch
+    lease!.release(); // the claim loop's `finally` releases every slot of a batch
     expect(slots.free).toBe(0);
     expect(() =>
       slots.run(

@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { removeCheckout, workspacePaths } from "../../../worker/run/workspace.ts";
+import { workspacePaths } from "../../../shared/workspace-layout.ts";
+import { removeCheckout } from "../../../worker/run/workspace.ts";
 
 describe("worker: removing a run's checkout", () => {
   let dir: string;

@@ -1,28 +1,6 @@
 import { spawn } from "node:child_process";
 import { closeSync, openSync, writeSync } from "node:fs";
-
-/** What starting a setup step or agent needs: argv, never shell text. */
-export interface ChildSpec {
-  argv: string[];
-  cwd: string;
-  /** the complete environment of the child: nothing of the starting process's is inherited */
-  env: Record<string, string>;
-  stdin?: string;
-  /** receives stdout and stderr */
-  logFile: string;
-  /** start the log file empty instead of appending to it */
-  truncate?: boolean;
-  /** keep stdout in memory as well (the command runtime reads its result from it) */
-  captureStdout?: boolean;
-}
-
-export interface ChildExit {
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  /** a spawn failure (missing executable, bad cwd, unwritable log) */
-  spawnError?: string;
-}
+import type { ChildExit, ChildSpec } from "../process.ts";
 
 /**
  * Starts a child in its own process group (so a timeout or shutdown can kill the whole tree). Its

@@ -2,8 +2,13 @@ import { type ChildProcess, fork } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { typeStrippingExecArgv } from "../../../shared/type-stripping.ts";
-import { type ProcessOutcome, type ProcessSpec, superviseChild } from "../process.ts";
-import type { ChildExit, ChildSpec } from "./child-process.ts";
+import {
+  type ChildExit,
+  type ChildSpec,
+  type ProcessOutcome,
+  type ProcessSpec,
+  superviseChild,
+} from "../process.ts";
 
 /** The spawner gets a ProcessSpec without the worker-side signal and timeout. */
 export type SpawnRequest = { type: "spawn"; id: number; spec: ChildSpec } | { type: "kill"; pgid: number };
@@ -94,7 +99,7 @@ export class Spawner {
     return new Spawner(child);
   }
 
-  /** false once the spawner process is gone; runProcessTree then spawns in the worker itself */
+  /** false once the spawner process is gone; the host engine then spawns in the worker itself */
   get alive(): boolean {
     return !this.#closed;
   }
@@ -103,7 +108,7 @@ export class Spawner {
     return this.#child.pid;
   }
 
-  /** runProcessTree's contract, with the fork done by the spawner */
+  /** the host engine's run, with the fork done by the spawner */
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
     if (this.#closed)
       return Promise.resolve({

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type Docker from "dockerode";
 import type { PipelineSandbox, SandboxSettings } from "../../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../../shared/diagnostics.ts";
+import type { Logger } from "../../../shared/logger.ts";
 import {
   engineLabel,
   engineStatus,
@@ -11,9 +12,9 @@ import {
   isEngineUnreachable,
 } from "../../../shared/sandbox/engine.ts";
 import { ensureVariant, variantOf } from "../../../shared/sandbox/images.ts";
-import type { Workspace } from "../../run/workspace.ts";
-import type { ProcessOutcome, ProcessSpec } from "../process.ts";
-import { superviseChild } from "../process.ts";
+import type { Workspace } from "../../../shared/workspace-layout.ts";
+import type { ProcessEngine } from "../engine.ts";
+import { type ProcessOutcome, type ProcessSpec, superviseChild } from "../process.ts";
 import { execInContainer } from "./exec.ts";
 import {
   CONTAINER_HOME,
@@ -35,15 +36,16 @@ export interface SandboxRequest {
   paths: Workspace;
   invocationId: string;
   workerId: string;
+  logger: Logger;
 }
 
 /**
- * One run's container, started when the run first needs it (its first setup step or its agent) and
- * removed when the run ends, times out or is cancelled. It stands in for the worker's spawner:
- * every process of the run is an exec inside it, never a host process, even once the container is
- * gone (then the process fails to start).
+ * One run's container as its process engine: started when the run first needs it (its first setup
+ * step or its agent) and removed when the run ends, times out or is cancelled. Every process of the
+ * run is an exec inside it, never a host process, even once the container is gone (then the process
+ * fails to start).
  */
-export class RunSandbox {
+export class SandboxEngine implements ProcessEngine {
   readonly #request: SandboxRequest;
   readonly #map: PathMap;
   #container: Docker.Container | undefined;
@@ -54,16 +56,21 @@ export class RunSandbox {
   #startLog: string | undefined;
   #uid: { uid: number; gid: number } | undefined;
   /** why the container could not be started: the run's diagnostic */
-  failure: Diagnostic | undefined;
+  #failure: Diagnostic | undefined;
 
   constructor(request: SandboxRequest) {
     this.#request = request;
     this.#map = pathMap(request.paths);
   }
 
-  /** never false: a run in a sandbox must not fall back to spawning on the host */
-  get alive(): boolean {
-    return true;
+  failure(): Diagnostic | undefined {
+    return this.#failure;
+  }
+
+  /** The agent reaches the daemon at sandboxes.mcp_url: the worker's own address may mean nothing inside. */
+  daemonUrl(workerUrl: string | undefined): string | undefined {
+    const { mcpUrl } = this.#request.settings;
+    return mcpUrl ? mcpUrl.replace(/\/mcp$/, "") : workerUrl;
   }
 
   run(spec: ProcessSpec): Promise<ProcessOutcome> {
@@ -73,7 +80,7 @@ export class RunSandbox {
     const exited = (async () => {
       const container = await this.#start(spec.logFile, spec.truncate === true);
       if (!container || stop) {
-        const why = this.failure?.message ?? "the run's sandbox container was removed";
+        const why = this.#failure?.message ?? "the run's sandbox container was removed";
         return { exitCode: null, signal: null, stdout: "", spawnError: why };
       }
       // the runtimes write files for the process (a private HOME, the MCP configuration) just before it starts
@@ -89,12 +96,16 @@ export class RunSandbox {
     })();
     return superviseChild(spec, exited, () => {
       stop = true;
-      // the run's end awaits the same removal and logs its failure
-      this.close().catch(() => {});
+      // the run's end awaits the same removal
+      void this.close();
     }).outcome;
   }
 
-  /** Stops and removes the container; every call waits for the one removal, so nothing of it is left after. */
+  /**
+   * Stops and removes the container; every call waits for the one removal, so nothing of it is left
+   * after. A removal the engine refuses is logged and left to the sweeper, which finds the container
+   * by its labels.
+   */
   close(): Promise<void> {
     this.#removed = true;
     this.#removal ??= (async () => {
@@ -102,11 +113,15 @@ export class RunSandbox {
       await this.#starting;
       const container = this.#container;
       if (!container) return;
-      await container.remove({ force: true, v: true }).catch((error) => {
-        // already gone; anything else is left to the sweeper, which finds the container by label
-        if (engineStatus(error) !== 404) throw error;
+      await container.remove({ force: true, v: true });
+    })().catch((error) => {
+      if (engineStatus(error) === 404) return; // already gone
+      this.#request.logger.warn("removing the sandbox container failed; the sweeper removes it later", {
+        event: "sandbox.remove_failed",
+        invocation: this.#request.invocationId,
+        error: (error as Error).message,
       });
-    })();
+    });
     return this.#removal;
   }
 
@@ -150,15 +165,15 @@ export class RunSandbox {
       return container;
     } catch (error) {
       if (isEngineUnreachable(error)) {
-        this.failure = diagnostic(
+        this.#failure = diagnostic(
           "sandbox_engine_unreachable",
           engineUnreachableMessage(settings.engine, error),
         );
       } else {
         const message = `starting the sandbox container from ${sandbox.image} failed: ${(error as Error).message}`;
-        this.failure = diagnostic("sandbox_start_failed", message);
+        this.#failure = diagnostic("sandbox_start_failed", message);
       }
-      await log(this.failure.message).catch(() => {});
+      await log(this.#failure.message).catch(() => {});
       return undefined;
     }
   }
@@ -176,14 +191,14 @@ export class RunSandbox {
         const how =
           "build" in spec ? `fix the Dockerfile in .svc/${spec.build}` : `check the reference ${spec.pull}`;
         const message = `making the sandbox image ${sandbox.image} failed: ${(error as Error).message} - ${how}; the run's log holds the progress`;
-        this.failure = diagnostic("sandbox_image_missing", message, { field: "sandbox.image" });
+        this.#failure = diagnostic("sandbox_image_missing", message, { field: "sandbox.image" });
         return undefined;
       }
     } else if (!(await imageExists(docker, sandbox.image))) {
       const fix = settings.registry
         ? "run `svc image pull` on this host (it fetches agent:default and studio:default from sandboxes.registry)"
         : 'set "sandboxes.registry" in daemon.yaml and run `svc image pull` on this host, or build the image from deploy/images and tag it';
-      this.failure = diagnostic(
+      this.#failure = diagnostic(
         "sandbox_image_missing",
         `the sandbox image ${sandbox.image} is not on the container engine at ${engineLabel(settings.engine)} - ${fix}`,
         { field: "sandbox.image" },

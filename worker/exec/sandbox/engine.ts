@@ -1,59 +1,43 @@
 import type Docker from "dockerode";
-import type { SandboxSettings } from "../../../shared/config/types.ts";
+import type { ConfigSnapshot, PipelineSandbox, SandboxSettings } from "../../../shared/config/types.ts";
+import type { Logger } from "../../../shared/logger.ts";
 import { engineLabel, openEngine } from "../../../shared/sandbox/engine.ts";
 import { sandboxSettings } from "../../../shared/sandbox/settings.ts";
-import type { ExecuteDeps } from "../../run/lifecycle.ts";
-import type { RunEnd, RunInput } from "../../run/phases.ts";
-import { RunSandbox } from "./container.ts";
+import type { Workspace } from "../../../shared/workspace-layout.ts";
+import { SandboxEngine } from "./container.ts";
 
 /** One engine client per engine address for the worker's life: dockerode keeps no connection open between calls. */
-const engines = new Map<string, Docker>();
+const clients = new Map<string, Docker>();
 
-export function engineFor(settings: SandboxSettings): Docker {
+export function dockerFor(settings: SandboxSettings): Docker {
   const key = engineLabel(settings.engine);
-  let docker = engines.get(key);
+  let docker = clients.get(key);
   if (!docker) {
     docker = openEngine(settings.engine);
-    engines.set(key, docker);
+    clients.set(key, docker);
   }
   return docker;
 }
 
 /**
- * Runs the phases of a run; for a pipeline with `sandbox`, every process of the run (setup steps,
- * the agent) runs in one container of its own, which is removed when the run ends however it ends.
- * A container that could not be started ends the run with its diagnostic (sandbox_image_missing,
- * sandbox_engine_unreachable), whatever the phase that first needed it made of the failed start.
+ * The process engine of a run whose pipeline declares `sandbox`: one container of the run's own,
+ * started by the run's first process. A container that could not be started is the engine's
+ * failure (sandbox_image_missing, sandbox_engine_unreachable), which the run reports whatever the
+ * phase that first needed it made of the failed start.
  */
-export async function withRunSandbox(
-  deps: ExecuteDeps,
-  input: RunInput,
-  phases: (deps: ExecuteDeps, input: RunInput) => Promise<RunEnd>,
-): Promise<RunEnd> {
-  const sandbox = input.pipeline.sandbox;
-  if (!sandbox) return phases(deps, input);
-  const settings = sandboxSettings(deps.config);
-  const run = new RunSandbox({
-    docker: engineFor(settings),
+export function openSandbox(
+  run: { config: Readonly<ConfigSnapshot>; logger: Logger; workerId: string },
+  sandbox: PipelineSandbox,
+  where: { paths: Workspace; invocationId: string },
+): SandboxEngine {
+  const settings = sandboxSettings(run.config);
+  return new SandboxEngine({
+    docker: dockerFor(settings),
     settings,
     sandbox,
-    configDir: deps.config.dir,
-    paths: input.paths,
-    invocationId: input.invocationId,
-    workerId: deps.workerId,
+    configDir: run.config.dir,
+    ...where,
+    workerId: run.workerId,
+    logger: run.logger,
   });
-  // the agent reaches the daemon at sandboxes.mcp_url: the worker's own address may mean nothing inside
-  const daemonUrl = settings.mcpUrl ? settings.mcpUrl.replace(/\/mcp$/, "") : deps.daemonUrl;
-  try {
-    const end = await phases({ ...deps, spawner: run, ...(daemonUrl ? { daemonUrl } : {}) }, input);
-    return run.failure && end.kind === "failed" ? { kind: "failed", diagnostic: run.failure } : end;
-  } finally {
-    await run.close().catch((error) =>
-      deps.logger.warn("removing the sandbox container failed; the sweeper removes it later", {
-        event: "sandbox.remove_failed",
-        invocation: input.invocationId,
-        error: (error as Error).message,
-      }),
-    );
-  }
 }

@@ -1,7 +1,7 @@
 import { closeSync, openSync, write } from "node:fs";
 import { Writable } from "node:stream";
 import type Docker from "dockerode";
-import type { ChildExit, ChildSpec } from "../host/child-process.ts";
+import type { ChildExit, ChildSpec } from "../process.ts";
 
 /**
  * Runs one argv inside a started container (an engine exec), the way startChild runs it on the

@@ -1,4 +1,4 @@
-import type { Workspace } from "../../run/workspace.ts";
+import type { Workspace } from "../../../shared/workspace-layout.ts";
 
 /** Where the run's directories appear inside its container; WORKTREE, RUN_DIR and SURFACE_DIR name these. */
 export const CONTAINER_PATHS = {

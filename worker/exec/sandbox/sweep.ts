@@ -4,7 +4,7 @@ import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { engineStatus } from "../../../shared/sandbox/engine.ts";
 import { sandboxSettings } from "../../../shared/sandbox/settings.ts";
 import { LABELS } from "./container.ts";
-import { engineFor } from "./run.ts";
+import { dockerFor } from "./engine.ts";
 
 /**
  * Removes the sandbox containers no run owns any more, found by their `svc.invocation` label: the
@@ -16,7 +16,7 @@ export async function sweepSandboxContainers(
   pool: pg.Pool,
   config: Readonly<Pick<ConfigSnapshot, "sandboxes">>,
 ): Promise<number> {
-  const docker = engineFor(sandboxSettings(config));
+  const docker = dockerFor(sandboxSettings(config));
   const containers = await docker.listContainers({ all: true, filters: { label: [LABELS.invocation] } });
   if (containers.length === 0) return 0;
   const owners = await runningInvocationWorkers(

@@ -4,7 +4,8 @@ import { retryAfter } from "../../../shared/credentials/classify.ts";
 import { type Diagnostic, diagnostic } from "../../../shared/diagnostics.ts";
 import type { CredentialCooldowns } from "../../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../../credentials/secrets.ts";
-import { type ProcessOutcome, type ProcessSpec, runProcessTree } from "../../exec/process.ts";
+import type { ProcessEngine } from "../../exec/engine.ts";
+import type { ProcessOutcome } from "../../exec/process.ts";
 import type { Prompt } from "../../run/prompt.ts";
 import type { RunAccess } from "../../run/run-token.ts";
 import type { AgentOutcome } from "../outcome.ts";
@@ -26,7 +27,8 @@ export interface AgentCliRunInput {
   secrets: CredentialSecrets;
   transcriptFile: string;
   signal: AbortSignal;
-  spawner?: ProcessSpec["spawner"];
+  /** where the agent's process runs: the worker's host or the run's container */
+  engine: ProcessEngine;
 }
 
 const CLIS: Record<AgentCliTarget["runtime"], AgentCli> = { "claude-code": claudeCode, codex };
@@ -55,7 +57,7 @@ export async function runAgentCli(input: AgentCliRunInput): Promise<AgentOutcome
       input.transcriptFile,
       `# ${target.runtime} on target ${target.name} (credential ${credential.name})\n`,
     );
-    const outcome = await runProcessTree({
+    const outcome = await input.engine.run({
       argv: launch.argv,
       cwd: input.cwd,
       env: cliEnvironment(input.runEnv, home, input.access, launch.env),
@@ -64,7 +66,6 @@ export async function runAgentCli(input: AgentCliRunInput): Promise<AgentOutcome
       captureStdout: true,
       timeoutMs: target.timeoutMs,
       signal: input.signal,
-      spawner: input.spawner,
     });
     const report = await cli.report(outcome.stdout, context);
     await appendFile(input.transcriptFile, `${report.summary.join("\n")}\n`);

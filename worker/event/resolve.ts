@@ -1,0 +1,86 @@
+import type pg from "pg";
+import type { TriggerEvent } from "../../db/invocations.ts";
+import { getTrigger } from "../../db/triggers.ts";
+import type { Pipeline } from "../../shared/config/types.ts";
+import { type EventContext, eventContext } from "./context.ts";
+
+/** What a trigger means once a replay is resolved to the trigger it replays. */
+export interface ResolvedEvent {
+  kind: string;
+  source: string;
+  eventName: string;
+  payload: unknown;
+  context: EventContext;
+}
+
+function isEmptyObject(value: unknown): boolean {
+  return value !== null && typeof value === "object" && Object.keys(value as object).length === 0;
+}
+
+/** A replay runs as its original did: the original's kind, source and event name (and payload unless it sent one). */
+export async function resolveEvent(
+  db: pg.Pool | pg.ClientBase,
+  trigger: {
+    kind: string;
+    source: string;
+    event_name?: string;
+    eventName?: string;
+    payload: unknown;
+    replay_of?: string | null;
+    replayOf?: string | null;
+  },
+): Promise<ResolvedEvent> {
+  let kind = trigger.kind;
+  let source = trigger.source;
+  let eventName = trigger.event_name ?? trigger.eventName ?? "";
+  let payload = trigger.payload;
+  const replayOf = trigger.replay_of ?? trigger.replayOf;
+  if (kind === "replay" && replayOf) {
+    const original = await getTrigger(db, replayOf);
+    if (original) {
+      kind = original.kind;
+      source = original.source;
+      eventName = original.eventName;
+      if (payload === null || payload === undefined || isEmptyObject(payload)) payload = original.payload;
+    }
+  }
+  // a replayed manual fire still names its agent or skill in the payload
+  const context = eventContext(trigger.kind === "replay" && kind !== "tracker" ? "replay" : kind, payload);
+  return { kind, source, eventName, payload, context };
+}
+
+/** The agent and skill a pipeline runs with for this event: a fire request may name its own. */
+export function runIdentity(pipeline: Pipeline, context: EventContext): { agent?: string; skill?: string } {
+  return { agent: context.agent ?? pipeline.agent, skill: context.skill ?? pipeline.skill };
+}
+
+/**
+ * The event a run answers: as dispatch resolved it, or resolved from the trigger the lane claim read,
+ * or (neither given: an orchestrated task) read here. A run without a trigger (fired by the API
+ * without one) answers a manual event named after its pipeline.
+ */
+export async function eventOfRun(
+  db: pg.Pool,
+  run: {
+    event?: ResolvedEvent;
+    trigger?: TriggerEvent | null;
+    workload: { trigger_id: string | null };
+    pipeline: Pick<Pipeline, "name">;
+  },
+): Promise<ResolvedEvent> {
+  if (run.event) return run.event;
+  const trigger =
+    run.trigger !== undefined
+      ? run.trigger
+      : run.workload.trigger_id
+        ? await getTrigger(db, run.workload.trigger_id)
+        : undefined;
+  if (trigger) return resolveEvent(db, trigger);
+  return {
+    kind: "manual",
+    source: run.pipeline.name,
+    eventName: run.pipeline.name,
+    payload: {},
+    context: { repo: "", sha: "", branch: "" },
+  };
+}

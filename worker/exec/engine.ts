@@ -1,0 +1,18 @@
+import type { Diagnostic } from "../../shared/diagnostics.ts";
+import type { ProcessOutcome, ProcessSpec } from "./process.ts";
+
+/**
+ * Where a run's processes run: on the worker's host (exec/host) or in a container of the run's own
+ * (exec/sandbox). A run picks its engine once, before its first process, and hands it to its setup
+ * steps and its agent's runtime; nothing below that choice knows which engine it was given.
+ */
+export interface ProcessEngine {
+  /** Runs one process to its end. Its timeout and signal kill every process it started. */
+  run(spec: ProcessSpec): Promise<ProcessOutcome>;
+  /** Why the engine could run none of the run's processes (a container that never started): the run's diagnostic. */
+  failure(): Diagnostic | undefined;
+  /** The daemon's address as the engine's processes reach it, given the worker's own. */
+  daemonUrl(workerUrl: string | undefined): string | undefined;
+  /** Ends what the engine holds for the run; it never rejects (a failure is the engine's to log). */
+  close(): Promise<void>;
+}

@@ -1,0 +1,87 @@
+import type pg from "pg";
+import type { InvocationKnowledge } from "../../db/invocation-knowledge.ts";
+import type { TriggerEvent } from "../../db/invocations.ts";
+import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
+import type { Knowledge } from "../../shared/knowledge/service.ts";
+import type { Logger } from "../../shared/logger.ts";
+import type { Workspace } from "../../shared/workspace-layout.ts";
+import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
+import type { CredentialSecrets } from "../credentials/secrets.ts";
+import type { ResolvedEvent } from "../event/resolve.ts";
+import type { ProcessEngine } from "../exec/engine.ts";
+import type { RunKnowledge } from "./knowledge.ts";
+
+/** What running an agent needs from the worker, for an invocation and an orchestrated task alike. */
+export interface RunDeps {
+  /** claims, finishes, releases and trigger settlement: synchronous commits */
+  pool: pg.Pool;
+  /**
+   * The run's own records (tasks, artifacts, heartbeats, agent tokens): a pool whose sessions commit
+   * asynchronously, so a record costs a round trip, not a WAL flush.
+   */
+  records: pg.Pool;
+  config: Readonly<ConfigSnapshot>;
+  cooldowns: CredentialCooldowns;
+  secrets: CredentialSecrets;
+  logger: Logger;
+  workerId: string;
+  /** the engine of every unsandboxed run: the worker's host, through its spawner */
+  host: ProcessEngine;
+  /** handed to agent processes as SVC_DAEMON_URL next to their SVC_AGENT_TOKEN */
+  daemonUrl?: string;
+  /** the knowledge opened at start-up: delivered into runs by the pipeline's `knowledge` block */
+  knowledge?: Knowledge;
+}
+
+/** How a run ended, as the lifecycle records it. */
+export type RunEnd =
+  | { kind: "completed"; result: unknown }
+  | { kind: "failed"; diagnostic: Diagnostic }
+  /** handed back to the queue: shutdown, or (`credentials`) no target usable right now */
+  | { kind: "released"; credentials?: boolean }
+  /** cancelled through the API while it ran: the row already says `cancelled` */
+  | { kind: "cancelled" }
+  /** the claim was lost (another attempt holds the run): nothing is recorded */
+  | { kind: "lost" };
+
+export const CANCELLED = diagnostic(
+  "cancelled",
+  "the invocation was cancelled while it ran; its process tree was killed",
+);
+
+export interface RunInput {
+  invocationId: string;
+  workload: { id: string; trigger_id: string | null; pipeline: string };
+  pipeline: Pipeline;
+  paths: Workspace;
+  signal: AbortSignal;
+  /** already resolved by dispatch */
+  event?: ResolvedEvent;
+  /** the trigger's event fields, read by the lane claim (null: the workload has no trigger) */
+  trigger?: TriggerEvent | null;
+  /** the target the invocation row names already */
+  target: string | null;
+  isCancelled: () => boolean;
+  /**
+   * a heartbeat now; false when the claim is lost (the run's lease failed, or another worker took
+   * it): then the run stops and publishes nothing. When absent, the claim is taken as held.
+   */
+  stillHeld?: () => Promise<boolean>;
+}
+
+/** One run in progress: what every phase reads, and the next task's sequence number. */
+export interface RunState {
+  deps: RunDeps;
+  input: RunInput;
+  event: ResolvedEvent;
+  /** where the run's processes run, chosen once before the first (phases.ts) */
+  engine: ProcessEngine;
+  /** the environment of every setup step, and the base of the agent's */
+  env: Record<string, string>;
+  /** what the pipeline's `knowledge` block delivers into this run (prompt section, files) */
+  knowledge: RunKnowledge;
+  /** what retrieval delivered, until it is recorded on the invocation (see phases.ts) */
+  knowledgeUnrecorded?: InvocationKnowledge;
+  seq: number;
+}

@@ -1,0 +1,143 @@
+import { writeFile } from "node:fs/promises";
+import type { OrchestratedTask } from "../../db/orchestrated-tasks.ts";
+import { setTaskTarget } from "../../db/orchestrated-tasks.ts";
+import { codehostPrincipalId } from "../../shared/config/outputs.ts";
+import type { Pipeline, Target } from "../../shared/config/types.ts";
+import type { Diagnostic } from "../../shared/diagnostics.ts";
+import type { Workspace } from "../../shared/workspace-layout.ts";
+import { eventOfRun, type ResolvedEvent } from "../event/resolve.ts";
+import { secretValue } from "../outputs/tokens.ts";
+import { withDeadline } from "../run/deadline.ts";
+import { eventEnvironment } from "../run/environment.ts";
+import { agentTimeout, onTargets, type Unavailable } from "../run/failover.ts";
+import { assemblePrompt, type Prompt } from "../run/prompt.ts";
+import { type AgentContext, runRuntime } from "../run/runtime.ts";
+import type { RunDeps } from "../run/types.ts";
+import { checkOutEvent } from "../run/workspace.ts";
+
+/** How a task ended: recorded with its result or diagnostic, queued again, or left as cancelled. */
+export type TaskEnd =
+  | { kind: "completed"; result: unknown }
+  | { kind: "failed"; diagnostic: Diagnostic }
+  | { kind: "released" }
+  | { kind: "stopped" };
+
+export interface TaskRun {
+  task: OrchestratedTask;
+  workload: { id: string; trigger_id: string | null; pipeline: string };
+  pipeline: Pipeline;
+  paths: Workspace;
+  /** the task's watch: cancellation, shutdown, a lost claim */
+  signal: AbortSignal;
+  cancelled: () => boolean;
+  transcript: string;
+}
+
+/**
+ * The task's agent: its own workspace at the run's revision, the pipeline's agent with the task's
+ * skill and instructions, on the pipeline's `targets` in order (failover.ts), each attempt with its
+ * own run token (which cannot create tasks) and the task's deadline. Its processes run on the
+ * worker's host.
+ */
+export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd> {
+  const { task, workload, pipeline, paths } = run;
+  const event = await eventOfRun(deps.records, { workload, pipeline });
+  const cloneFailure = await checkOutEvent(deps.config, paths, event.context, " for the task");
+  if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
+  const env = { ...eventEnvironment(paths, event, pipeline), ...(await identityEnv(deps, pipeline, task)) };
+  const agent: AgentContext = {
+    ...{ deps, invocationId: task.invocationId, pipeline, paths, event, env },
+    engine: deps.host,
+    signal: run.signal,
+  };
+  const prompt = taskPrompt(deps, pipeline, task, event);
+  await writeFile(run.transcript, "");
+  // an orchestrator may run on targets of its own; its tasks run on the pipeline's
+  const end = await onTargets(
+    deps,
+    pipeline.targets,
+    (target) => attempt(agent, run, target, prompt),
+    `pipeline ${pipeline.name} could run the task`,
+  );
+  if (end.kind !== "exhausted") return end;
+  // no target had a usable credential: the task waits in its lane, as an invocation does
+  return end.failure ? { kind: "failed", diagnostic: end.failure } : { kind: "released" };
+}
+
+async function attempt(
+  agent: AgentContext,
+  run: TaskRun,
+  target: Target,
+  prompt: Prompt,
+): Promise<TaskEnd | Unavailable> {
+  const { deps } = agent;
+  if (target.name !== run.task.target) await setTaskTarget(deps.records, run.task.id, target.name);
+  const timeoutMs = run.pipeline.orchestrator?.taskTimeoutMs ?? target.timeoutMs;
+  const deadline = withDeadline(run.signal, timeoutMs);
+  const outcome = await runRuntime({ ...agent, signal: deadline.signal }, target, prompt, run.transcript, {
+    task: run.task.id,
+    role: "task",
+  }).finally(deadline.clear);
+  deps.logger.debug("task attempt ended", {
+    event: "task.attempt",
+    task: run.task.id,
+    outcome: outcome.kind,
+  });
+  switch (outcome.kind) {
+    case "result":
+      return { kind: "completed", result: outcome.result };
+    case "failed":
+      return { kind: "failed", diagnostic: outcome.diagnostic };
+    case "unavailable":
+      return { kind: "unavailable", ...(outcome.diagnostic ? { diagnostic: outcome.diagnostic } : {}) };
+    default: {
+      if (deadline.expired()) {
+        const message = `the task did not finish within ${timeoutMs} ms on target ${target.name}`;
+        return { kind: "failed", diagnostic: agentTimeout(message, target.name, timeoutMs) };
+      }
+      return run.cancelled() ? { kind: "stopped" } : { kind: "released" };
+    }
+  }
+}
+
+/** The pipeline's agent, the task's skill, the task's instructions and inputs, and the event. */
+function taskPrompt(deps: RunDeps, pipeline: Pipeline, task: OrchestratedTask, event: ResolvedEvent): Prompt {
+  const { spec } = task;
+  const inputs =
+    spec.inputs === undefined
+      ? ""
+      : `\n\n## Inputs\n\n\`\`\`json\n${JSON.stringify(spec.inputs, null, 2)}\n\`\`\``;
+  const prompt = assemblePrompt({
+    config: deps.config,
+    // a task is not the run: its instructions replace the pipeline's, and its result is not published
+    pipeline: {
+      ...pipeline,
+      instructions: `${spec.instructions}${inputs}`,
+      companions: [],
+      result: undefined,
+    },
+    ...(pipeline.agent ? { agent: pipeline.agent } : {}),
+    ...(spec.skill ? { skill: spec.skill } : {}),
+    event: { name: event.eventName, source: event.kind, payload: event.payload },
+  });
+  const ending =
+    "# Result\n\nYou are one task of an orchestrated run. End with one JSON object holding your findings: it goes back to the orchestrator, which combines the tasks' results.";
+  return { ...prompt, user: `${prompt.user}\n\n${ending}` };
+}
+
+/**
+ * A task bound to a principal acts through that principal's code-host identity: its token is the
+ * agent's GH_TOKEN / GITHUB_TOKEN (agent processes only; never logged).
+ */
+async function identityEnv(
+  deps: RunDeps,
+  pipeline: Pipeline,
+  task: OrchestratedTask,
+): Promise<Record<string, string>> {
+  const binding = task.spec.principal;
+  const id = binding ? codehostPrincipalId(pipeline.principals[binding]) : undefined;
+  const source = id === undefined ? undefined : deps.config.codehost?.principals[id]?.token;
+  if (!binding || !source) return {};
+  const token = await secretValue(source, deps.pool, deps.config);
+  return { SVC_PRINCIPAL: binding, GH_TOKEN: token, GITHUB_TOKEN: token };
+}
