@@ -22,6 +22,12 @@ export interface ApiTokenRow {
     task?: string;
     /** an orchestrator may create tasks; a task (depth 1) may not */
     role?: "orchestrator" | "task";
+    /**
+     * the run's event came from outside the repository's team (a fork's pull request, a
+     * non-member author): the notes it submits are untrusted. Only `false` counts as inside, so a
+     * token issued without the field (by an older worker) is an outsider's.
+     */
+    outsider?: boolean;
   } | null;
   created_at: Date;
   expires_at: Date | null;

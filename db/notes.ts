@@ -4,7 +4,9 @@ import type { Queryable } from "./queryable.ts";
 
 /**
  * Notes: what agents learned, written through the `submit_note` tool or imported from legacy notes
- * files. Retention never touches this table.
+ * files. Retention never touches this table. A note belongs to its repository (`repo`, null for
+ * the team's); an untrusted one (submitted by an outsider's run) reaches no other run until an
+ * operator trusts it (NoteReader says who reads what).
  */
 export interface NoteRow {
   id: string;
@@ -15,6 +17,10 @@ export interface NoteRow {
   title: string | null;
   body: string;
   tags: string[];
+  trusted: boolean;
+  /** the operator who last set `trusted`, and when; null while nobody has */
+  trust_decided_by: string | null;
+  trust_decided_at: Date | null;
   created_at: Date;
 }
 
@@ -26,12 +32,15 @@ export interface NewNote {
   title: string | null;
   body: string;
   tags?: string[];
+  /** false for a note of an outsider's run; default true */
+  trusted?: boolean;
   /** an imported file's content digest: the same file imported again is skipped */
   importDigest?: string;
   createdAt?: Date;
 }
 
-const COLUMNS = "id, invocation_id, pipeline, agent, repo, title, body, tags, created_at";
+const COLUMNS =
+  "id, invocation_id, pipeline, agent, repo, title, body, tags, trusted, trust_decided_by, trust_decided_at, created_at";
 
 /** The new note, or undefined when `importDigest` was imported before. */
 export async function insertNote(
@@ -39,8 +48,8 @@ export async function insertNote(
   note: NewNote & { id?: string },
 ): Promise<NoteRow | undefined> {
   const { rows } = await db.query<NoteRow>(
-    `INSERT INTO svc.notes (id, invocation_id, pipeline, agent, repo, title, body, tags, import_digest, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()))
+    `INSERT INTO svc.notes (id, invocation_id, pipeline, agent, repo, title, body, tags, import_digest, created_at, trusted)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()), $11)
      ON CONFLICT (import_digest) WHERE import_digest IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
     [
@@ -54,9 +63,30 @@ export async function insertNote(
       note.tags ?? [],
       note.importDigest ?? null,
       note.createdAt ?? null,
+      note.trusted ?? true,
     ],
   );
   return rows[0];
+}
+
+/**
+ * Who reads notes. A run (its token) reads the notes of its own repository and the team's (repo
+ * null), and of those only the trusted ones and its own: another repository's note, or a stranger's
+ * untrusted one, does not exist for it. An operator reads every repository's notes; listings leave
+ * untrusted ones out unless `untrusted` asks for them.
+ */
+export type NoteReader =
+  | { kind: "operator"; untrusted: boolean }
+  | { kind: "run"; repo: string | null; invocation: string };
+
+function addReader(conditions: Conditions, reader: NoteReader): void {
+  if (reader.kind === "operator") {
+    if (!reader.untrusted) conditions.add((n) => `trusted = ${n}`, true);
+    return;
+  }
+  // a run without a repository compares with null, which matches nothing: it reads the team's notes only
+  conditions.add((n) => `(repo IS NULL OR repo = ${n})`, reader.repo);
+  conditions.add((n) => `(trusted OR invocation_id = ${n})`, reader.invocation);
 }
 
 export interface NoteFilter {
@@ -69,10 +99,15 @@ export interface NoteFilter {
   limit?: number;
 }
 
-/** Newest first. */
-export async function listNotes(db: Queryable, filter: NoteFilter = {}): Promise<NoteRow[]> {
+/** Newest first: the notes `reader` may read that match `filter`. */
+export async function listNotes(
+  db: Queryable,
+  reader: NoteReader,
+  filter: NoteFilter = {},
+): Promise<NoteRow[]> {
   const conditions = new Conditions();
   const add = conditions.add.bind(conditions);
+  addReader(conditions, reader);
   if (filter.pipeline) add((n) => `pipeline = ${n}`, filter.pipeline);
   if (filter.agent) add((n) => `agent = ${n}`, filter.agent);
   if (filter.repo) add((n) => `repo = ${n}`, filter.repo);
@@ -89,7 +124,29 @@ export async function listNotes(db: Queryable, filter: NoteFilter = {}): Promise
   return rows;
 }
 
-export async function getNote(db: Queryable, id: string): Promise<NoteRow | undefined> {
-  const { rows } = await db.query<NoteRow>(`SELECT ${COLUMNS} FROM svc.notes WHERE id = $1`, [id]);
+/** The note, or undefined when it does not exist or `reader` may not read it: the two look alike. */
+export async function getNote(db: Queryable, id: string, reader: NoteReader): Promise<NoteRow | undefined> {
+  const conditions = new Conditions();
+  conditions.add((n) => `id = ${n}`, id);
+  addReader(conditions, reader);
+  const { rows } = await db.query<NoteRow>(
+    `SELECT ${COLUMNS} FROM svc.notes ${conditions.where()}`,
+    conditions.params,
+  );
+  return rows[0];
+}
+
+/** Sets whether a note is trusted, recording who decided; undefined when there is no such note. */
+export async function setNoteTrust(
+  db: Queryable,
+  id: string,
+  trusted: boolean,
+  by: string,
+): Promise<NoteRow | undefined> {
+  const { rows } = await db.query<NoteRow>(
+    `UPDATE svc.notes SET trusted = $2, trust_decided_by = $3, trust_decided_at = now()
+      WHERE id = $1 RETURNING ${COLUMNS}`,
+    [id, trusted, by],
+  );
   return rows[0];
 }

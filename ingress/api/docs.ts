@@ -15,7 +15,8 @@ const GRANTS: Record<string, string> = {
   "workloads:read":
     "read workloads, their invocations and run artifacts (own workloads only), and every note (notes are not owner-bound)",
   "workloads:write": "create and close workloads, submit and cancel invocations (own workloads only)",
-  "workloads:admin": "cross-owner workload access; includes workloads:read and workloads:write",
+  "workloads:admin":
+    "cross-owner workload access, and trusting an outsider's note (never a run token); includes workloads:read and workloads:write",
   "triggers:read": "list and inspect triggers, read `/trace` lineage",
   "pipelines:invoke": "fire a pipeline, replay a trigger, dispatch a URL, run a schedule now",
   "knowledge:read": "`POST /ask` and the knowledge listing",

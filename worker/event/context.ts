@@ -11,6 +11,8 @@ export interface EventContext {
   agent?: string;
   /** a skill the fire request names explicitly */
   skill?: string;
+  /** the event comes from outside the repository's team (isOutsider): what its run writes is untrusted */
+  outsider: boolean;
 }
 
 type Json = Record<string, unknown>;
@@ -50,7 +52,7 @@ export function eventContext(kind: string, payload: unknown): EventContext {
     str(body.branch) ??
     str(args.branch) ??
     "";
-  const context: EventContext = { repo, sha, branch };
+  const context: EventContext = { repo, sha, branch, outsider: isOutsider(body) };
   if (kind === "manual" || kind === "replay") {
     const agent = named(body.agent);
     const skill = named(body.skill);
@@ -63,4 +65,56 @@ export function eventContext(kind: string, payload: unknown): EventContext {
     if (agent) context.agent = agent;
   }
   return context;
+}
+
+/** The code host's `author_association` values of the repository's own people. */
+const INSIDER_ASSOCIATIONS = new Set(["OWNER", "MEMBER", "COLLABORATOR"]);
+
+function sameName(a: unknown, b: unknown): boolean {
+  return typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
+}
+
+function projectId(value: unknown): string | undefined {
+  return typeof value === "number" || typeof value === "string" ? String(value) : undefined;
+}
+
+/**
+ * Whether an event comes from outside the repository's team, so that what its run writes (a note)
+ * must not reach other runs until an operator trusts it. Outside means: a GitHub pull request from
+ * another repository than its base (a fork, or a head repository deleted since: `head.repo` null);
+ * an `author_association` of the pull request, comment, issue or review that is not OWNER, MEMBER
+ * or COLLABORATOR (CONTRIBUTOR, FIRST_TIMER, NONE, or anything unreadable); a GitLab merge request
+ * whose source project is not its target project. Read from the payload whatever the trigger kind:
+ * a bearer webhook relaying a pull request carries the same stranger's text.
+ */
+export function isOutsider(payload: unknown): boolean {
+  const body = obj(payload) ?? {};
+  const pull = obj(body.pull_request);
+  const head = obj(pull?.head);
+  if (head && "repo" in head) {
+    const headRepo = obj(head.repo);
+    if (!headRepo) return true;
+    const base = obj(obj(pull?.base)?.repo) ?? obj(body.repository);
+    const baseName = base?.full_name;
+    if (typeof baseName === "string" && !sameName(headRepo.full_name, baseName)) return true;
+  }
+  for (const key of ["pull_request", "comment", "issue", "review"]) {
+    const part = obj(body[key]);
+    if (part && "author_association" in part) {
+      const association = part.author_association;
+      if (typeof association !== "string" || !INSIDER_ASSOCIATIONS.has(association.toUpperCase()))
+        return true;
+    }
+  }
+  // GitLab: a merge request event carries it as object_attributes, a comment on one as merge_request
+  const merge = [
+    body.object_kind === "merge_request" ? obj(body.object_attributes) : undefined,
+    obj(body.merge_request),
+  ];
+  for (const request of merge) {
+    const source = projectId(request?.source_project_id);
+    const target = projectId(request?.target_project_id);
+    if (source !== undefined && target !== undefined && source !== target) return true;
+  }
+  return false;
 }

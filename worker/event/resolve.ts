@@ -81,6 +81,7 @@ export async function eventOfRun(
     source: run.pipeline.name,
     eventName: run.pipeline.name,
     payload: {},
-    context: { repo: "", sha: "", branch: "" },
+    // fired through the API without a trigger: by an operator, not a stranger
+    context: { repo: "", sha: "", branch: "", outsider: false },
   };
 }

@@ -31,6 +31,8 @@ export interface RunTokenRequest {
   pipeline: Pipeline;
   agent?: string;
   repo?: string;
+  /** the event came from outside the repository's team (worker/event/context.ts isOutsider) */
+  outsider: boolean;
   worktree: string;
   runDir: string;
   /** the token expires this long after issue should the worker die before revoking it */
@@ -100,6 +102,7 @@ export function newAgentToken(request: Omit<RunTokenRequest, "db">): RunToken {
       pipeline: pipeline.name,
       ...(request.agent ? { agent: request.agent } : {}),
       ...(request.repo ? { repo: request.repo } : {}),
+      outsider: request.outsider,
       worktree: request.worktree,
       ...request.binding,
     },

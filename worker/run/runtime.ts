@@ -39,6 +39,7 @@ export function tokenRequest(
     pipeline,
     agent: runIdentity(pipeline, agent.event.context).agent,
     repo: agent.event.context.repo,
+    outsider: agent.event.context.outsider,
     worktree: paths.checkout,
     runDir: paths.runDir,
     lifetimeMs: runTokenLifetimeMs(target),

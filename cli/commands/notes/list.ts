@@ -10,6 +10,8 @@ export interface NoteView {
   agent: string | null;
   repo: string | null;
   invocation: string | null;
+  /** false for a note of an outsider's run until `svc notes trust` */
+  trusted: boolean;
   createdAt: string;
 }
 
@@ -18,11 +20,13 @@ export default class NotesList extends Command {
   static override description =
     "Lists the notes agents kept (the submit_note tool) and imported notes (GET /notes). Filter by pipeline, " +
     "agent, repo, tag, or words that must all appear. Needs `workloads:read`; notes are not owner-bound, so " +
-    "every note is listed whoever's run wrote it.";
+    "every note is listed whoever's run wrote it. Untrusted notes (of runs on an outsider's pull request, given " +
+    "to no other run until `svc notes trust <id>`) are left out unless --untrusted adds them, marked UNTRUSTED.";
   static override examples = [
     "<%= config.bin %> notes list",
     "<%= config.bin %> notes list --pipeline pr-review --tag flaky",
     '<%= config.bin %> notes list --query "deploy rollback" --json',
+    "<%= config.bin %> notes list --untrusted",
   ];
   static override enableJsonFlag = true;
   static override flags = {
@@ -32,6 +36,10 @@ export default class NotesList extends Command {
     tag: Flags.string({ description: "only notes with this tag", helpValue: "<tag>" }),
     query: Flags.string({ char: "q", description: "words that must all appear", helpValue: "<words>" }),
     limit: Flags.integer({ description: "at most this many", default: 50, min: 1, max: 500 }),
+    untrusted: Flags.boolean({
+      description: "also list untrusted notes (outsiders' runs), marked UNTRUSTED",
+      default: false,
+    }),
   };
 
   async run(): Promise<{ notes: NoteView[] }> {
@@ -44,6 +52,7 @@ export default class NotesList extends Command {
         tag: flags.tag,
         q: flags.query,
         limit: flags.limit,
+        untrusted: flags.untrusted ? 1 : undefined,
       }),
     );
     if (!this.jsonEnabled()) {
@@ -51,7 +60,14 @@ export default class NotesList extends Command {
       for (const note of answer.notes) {
         const tags = note.tags.length ? `[${note.tags.join(", ")}]` : "-";
         this.log(
-          [note.id, note.createdAt, note.pipeline ?? "-", tags, note.title ?? "(untitled)"].join("  "),
+          [
+            note.id,
+            note.createdAt,
+            note.pipeline ?? "-",
+            tags,
+            ...(note.trusted ? [] : ["UNTRUSTED"]),
+            note.title ?? "(untitled)",
+          ].join("  "),
         );
       }
     }

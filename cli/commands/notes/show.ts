@@ -6,7 +6,8 @@ export default class NotesShow extends Command {
   static override summary = "Show one note";
   static override description =
     "Prints one note (GET /notes/:id): its title, where it came from (pipeline, agent, repo, invocation), " +
-    "its tags and its body. Needs `workloads:read`.";
+    "its tags and its body. An untrusted note (of a run on an outsider's pull request) says so; `svc notes " +
+    "trust <id>` gives it to later runs. Needs `workloads:read`.";
   static override examples = [
     "<%= config.bin %> notes show not_abcdefghijklmnopqrst",
     "<%= config.bin %> notes show not_abcdefghijklmnopqrst --json",
@@ -28,6 +29,10 @@ export default class NotesShow extends Command {
         `created ${note.createdAt}  pipeline ${note.pipeline ?? "-"}  agent ${note.agent ?? "-"}  repo ${note.repo ?? "-"}  invocation ${note.invocation ?? "-"}`,
       );
       if (note.tags.length) this.log(`tags: ${note.tags.join(", ")}`);
+      if (!note.trusted)
+        this.log(
+          `UNTRUSTED: written by a run on an outsider's event; no other run is given it until \`svc notes trust ${note.id}\``,
+        );
       this.log("");
       this.log(note.body);
     }

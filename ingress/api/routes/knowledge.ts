@@ -1,5 +1,5 @@
 import { askRoute, knowledgeRoute } from "../handlers/knowledge.ts";
-import { getNoteRoute, listNotesRoute } from "../handlers/notes.ts";
+import { getNoteRoute, listNotesRoute, patchNoteRoute } from "../handlers/notes.ts";
 import type { RouteSpec } from "../types.ts";
 
 export const KNOWLEDGE_ROUTES: readonly RouteSpec[] = [
@@ -24,14 +24,38 @@ export const KNOWLEDGE_ROUTES: readonly RouteSpec[] = [
     path: "/notes",
     scope: "workloads:read",
     summary:
-      "notes kept by agents and imports, newest first; filters pipeline, agent, repo, tag, q, limit (every owner's)",
+      "notes kept by agents and imports, newest first; filters pipeline, agent, repo, tag, q, limit (every owner's); untrusted=1 adds untrusted notes; a run token reads its repository's and the team's only",
     handler: listNotesRoute,
+    query: {
+      pipeline: "a pipeline name",
+      agent: "an agent name",
+      repo: "owner/name",
+      tag: "a tag",
+      q: "words that must all appear",
+      limit: "1-500, default 50",
+      untrusted: "1 adds the untrusted notes (of outsiders' runs) awaiting PATCH /notes/:id",
+    },
   },
   {
     method: "GET",
     path: "/notes/:id",
     scope: "workloads:read",
-    summary: "one note (not_…)",
+    summary:
+      "one note (not_…), trusted or not; a note a run token may not read answers 404 like a missing one",
     handler: getNoteRoute,
+  },
+  {
+    method: "PATCH",
+    path: "/notes/:id",
+    scope: "workloads:admin",
+    summary:
+      "`{ trusted: true }` gives an outsider's untrusted note to other runs (`false` withdraws it); never a run token",
+    handler: patchNoteRoute,
+    body: {
+      type: "object",
+      properties: { trusted: { type: "boolean" } },
+      required: ["trusted"],
+      additionalProperties: false,
+    },
   },
 ];

@@ -1,10 +1,15 @@
 import { z } from "zod";
-import { listNotes } from "../../../db/notes.ts";
+import { listNotes, type NoteFilter } from "../../../db/notes.ts";
+import { noteReaderOf } from "../../auth/notes.ts";
 import { type ToolDefinition, textResult } from "../tool.ts";
 
 const PREVIEW_CHARS = 280;
 
-/** `search_notes`: notes whose title, body or tags contain every word of `query`, newest first. */
+/**
+ * `search_notes`: notes whose title, body or tags contain every word of `query`, newest first,
+ * among those the caller reads (a run: its repository's and the team's; never an untrusted note
+ * but its own). The filters narrow that set; none widens it.
+ */
 export const searchNotes: ToolDefinition = {
   name: "search_notes",
   description:
@@ -20,9 +25,12 @@ export const searchNotes: ToolDefinition = {
       limit: z.number().int().min(1).max(100).optional().describe("at most this many (default 20)"),
     })
     .strict(),
-  async run(input, { deps }) {
-    const filter = input as Parameters<typeof listNotes>[1] & { limit?: number };
-    const notes = await listNotes(deps.pool, { ...filter, limit: filter.limit ?? 20 });
+  async run(input, { principal, deps }) {
+    const filter = input as NoteFilter;
+    const notes = await listNotes(deps.pool, noteReaderOf(principal, false), {
+      ...filter,
+      limit: filter.limit ?? 20,
+    });
     return textResult({
       notes: notes.map((note) => ({
         id: note.id,

@@ -43,8 +43,11 @@ function expectedAllowed(route: RouteSpec, caller: Caller): boolean {
     case "loopback":
       return true;
     case "sandboxed":
-      // it carries `*` but host tools refuse it
-      return route.scope !== "host:execute:<name>";
+      // it carries `*` but host tools refuse it, and as a run's token it may not trust a note
+      // (docs/api.md, "Notes": a run never grants itself trust)
+      return (
+        route.scope !== "host:execute:<name>" && !(route.method === "PATCH" && route.path === "/notes/:id")
+      );
     case "scopes":
       // a route needing two scopes is open to a caller holding both, each written out
       return [route.scope, ...(route.alsoScope ? [route.alsoScope] : [])].every((needed) =>

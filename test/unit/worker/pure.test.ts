@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { workspacePaths } from "../../../shared/workspace-layout.ts";
 import { classifyResponse, retryAfter } from "../../../worker/credentials/classify.ts";
-import { eventContext } from "../../../worker/event/context.ts";
+import { eventContext, isOutsider } from "../../../worker/event/context.ts";
 import { matchPipelines } from "../../../worker/event/match.ts";
 import { runEnvironment } from "../../../worker/run/environment.ts";
 import { checkResult, lastJsonObject } from "../../../worker/run/result-check.ts";
@@ -88,13 +88,14 @@ describe("event context", () => {
         repository: { full_name: "acme/widgets" },
         pull_request: { head: { sha: "abc", ref: "feature" } },
       }),
-    ).toEqual({ repo: "acme/widgets", sha: "abc", branch: "feature" });
+    ).toEqual({ repo: "acme/widgets", sha: "abc", branch: "feature", outsider: false });
     expect(
       eventContext("codehost", { repository: { full_name: "a/b" }, ref: "refs/heads/main", after: "def" }),
     ).toEqual({
       repo: "a/b",
       sha: "def",
       branch: "main",
+      outsider: false,
     });
   });
   it("names the agent of a fire request or an agent-session event", () => {
@@ -104,6 +105,69 @@ describe("event context", () => {
     });
     expect(eventContext("tracker", { agentSession: { agent: { name: "z" } } })).toMatchObject({ agent: "z" });
     expect(eventContext("webhook", { agent: "ignored" }).agent).toBeUndefined();
+  });
+});
+
+describe("outsiders", () => {
+  const repo = (full_name: string | null) => (full_name === null ? null : { full_name });
+  const pull = (head: string | null, association = "MEMBER") => ({
+    repository: { full_name: "acme/app" },
+    pull_request: {
+      author_association: association,
+      head: { sha: "abc", ref: "feature", repo: repo(head) },
+      base: { ref: "main", repo: repo("acme/app") },
+    },
+  });
+
+  it("a member's pull request from the repository itself is inside", () => {
+    for (const association of ["OWNER", "MEMBER", "COLLABORATOR"])
+      expect(isOutsider(pull("acme/app", association))).toBe(false);
+    expect(isOutsider(pull("ACME/App"))).toBe(false);
+    expect(eventContext("codehost", pull("acme/app")).outsider).toBe(false);
+  });
+
+  it("a pull request from a fork is an outsider's, even by a member, and so is one whose fork was deleted", () => {
+    expect(isOutsider(pull("stranger/app"))).toBe(true);
+    expect(isOutsider(pull(null))).toBe(true);
+    expect(eventContext("codehost", pull("stranger/app")).outsider).toBe(true);
+  });
+
+  it("any author_association but OWNER, MEMBER or COLLABORATOR makes the event an outsider's", () => {
+    for (const association of ["CONTRIBUTOR", "FIRST_TIMER", "FIRST_TIME_CONTRIBUTOR", "MANNEQUIN", "NONE"])
+      expect(isOutsider(pull("acme/app", association))).toBe(true);
+    // a member commenting on a stranger's issue or pull request: the issue's text is still the stranger's
+    expect(
+      isOutsider({
+        issue: { author_association: "NONE", pull_request: {} },
+        comment: { author_association: "MEMBER" },
+      }),
+    ).toBe(true);
+    expect(isOutsider({ comment: { author_association: "FIRST_TIMER" } })).toBe(true);
+    expect(isOutsider({ review: { author_association: "CONTRIBUTOR" } })).toBe(true);
+    expect(isOutsider({ comment: { author_association: 7 } })).toBe(true);
+    expect(
+      isOutsider({ comment: { author_association: "OWNER" }, issue: { author_association: "COLLABORATOR" } }),
+    ).toBe(false);
+  });
+
+  it("a GitLab merge request from another project is an outsider's", () => {
+    const mr = (source: number, target: number) => ({
+      object_kind: "merge_request",
+      object_attributes: { source_project_id: source, target_project_id: target },
+    });
+    expect(isOutsider(mr(7, 7))).toBe(false);
+    expect(isOutsider(mr(8, 7))).toBe(true);
+    expect(
+      isOutsider({ object_kind: "note", merge_request: { source_project_id: 8, target_project_id: 7 } }),
+    ).toBe(true);
+  });
+
+  it("events that carry no pull request, comment or merge request are inside (operators and members send them)", () => {
+    expect(isOutsider({ repository: { full_name: "acme/app" }, ref: "refs/heads/main", after: "def" })).toBe(
+      false,
+    );
+    expect(isOutsider({ args: { repo: "acme/app" } })).toBe(false);
+    expect(isOutsider(null)).toBe(false);
   });
 });
 
