@@ -1,13 +1,13 @@
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { HostTool } from "../../shared/config/types.ts";
+import { type HostToolInput, type PreparedCall, prepareHostToolCall } from "./host-tool-call.ts";
 
-const PLACEHOLDER = /\$([A-Za-z_][A-Za-z0-9_]*)/g;
 export const HOST_TOOL_TIMEOUT_MS = 120_000;
 /** per stream: a tool printing more is stopped and its output cut here */
 export const HOST_TOOL_MAX_OUTPUT_BYTES = 1024 * 1024;
-
-export type HostToolInput = Record<string, string | number | boolean>;
 
 export interface HostToolResult {
   exitCode: number | null;
@@ -18,30 +18,40 @@ export interface HostToolResult {
   stopped?: "timeout" | "output_cap";
 }
 
-function substitute(text: string, input: HostToolInput): string {
-  return text.replace(PLACEHOLDER, (_, name: string) => (name in input ? String(input[name]) : ""));
+/**
+ * Runs the tool's explicit executable with no shell, in the ingress, as the ingress user. Its inputs
+ * are checked first (host-tool-call.ts; a refused input throws `HostToolRefused` and nothing runs).
+ * The working directory is a fresh empty directory removed afterwards, never the checkout: a tool
+ * resolving anything relative to its cwd (npx and `node_modules/.bin`, `.npmrc`, `.git/config`)
+ * finds nothing of the pull request. The caller's worktree reaches the tool only as WORKTREE and
+ * as resolved `path` inputs. Stopped at the timeout or when it prints more than the cap.
+ */
+export async function runHostTool(
+  tool: HostTool,
+  input: HostToolInput,
+  worktree?: string,
+): Promise<HostToolResult> {
+  const call = await prepareHostToolCall(tool, input, worktree);
+  const cwd = await mkdtemp(join(tmpdir(), "svc-host-tool-"));
+  try {
+    return await spawnTool(tool, call, cwd);
+  } finally {
+    await rm(cwd, { recursive: true, force: true });
+  }
 }
 
-/**
- * Runs the tool's explicit executable with no shell: each `args` entry becomes exactly one argv
- * element after `$name` substitution, so input can never add arguments or shell syntax. The child
- * sees the tool's declared `env` and nothing of the daemon's environment, runs in `cwd` (the
- * caller's worktree), and is stopped at the timeout or when it prints more than the cap.
- */
-export function runHostTool(tool: HostTool, input: HostToolInput, cwd?: string): Promise<HostToolResult> {
-  const argv = tool.args.map((arg) => substitute(arg, input));
+function spawnTool(tool: HostTool, call: PreparedCall, cwd: string): Promise<HostToolResult> {
   return new Promise((resolve, reject) => {
     const child = execFile(
       tool.exec,
-      argv,
+      call.argv,
       {
         shell: false,
         timeout: HOST_TOOL_TIMEOUT_MS,
         maxBuffer: HOST_TOOL_MAX_OUTPUT_BYTES,
-        env: { ...tool.env },
+        env: call.env,
         encoding: "utf8",
-        // a run whose checkout is gone (removed as the run ended) runs in the daemon's directory
-        ...(cwd && existsSync(cwd) ? { cwd } : {}),
+        cwd,
       },
       (error, stdout, stderr) => {
         const code = (error as NodeJS.ErrnoException | null)?.code;
@@ -68,6 +78,6 @@ export function runHostTool(tool: HostTool, input: HostToolInput, cwd?: string):
     );
     // a tool that never reads stdin closes the pipe first; that is not a failure of the tool
     child.stdin?.on("error", () => {});
-    child.stdin?.end(tool.stdin === undefined ? "" : substitute(tool.stdin, input));
+    child.stdin?.end(call.stdin);
   });
 }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { HostTool } from "../../shared/config/types.ts";
 import { badRequest } from "./errors.ts";
-import type { HostToolInput } from "./host-tool-exec.ts";
+import type { HostToolInput } from "./host-tool-call.ts";
 
 /*
  * zod is imported only here, and this module only on first use (the tool protocol, POST

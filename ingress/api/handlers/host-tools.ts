@@ -1,5 +1,6 @@
 import { ok } from "../context.ts";
-import { notFound } from "../errors.ts";
+import { badRequest, notFound } from "../errors.ts";
+import { HostToolRefused } from "../host-tool-call.ts";
 import { runHostTool } from "../host-tool-exec.ts";
 import { allowOnlyKeys, bodyObject, pathParam } from "../input.ts";
 import type { Reply, RouteContext } from "../types.ts";
@@ -16,7 +17,10 @@ export async function runHostToolRoute(ctx: RouteContext): Promise<Reply> {
   allowOnlyKeys(body, ["input"]);
   const { checkToolInput } = await import("../host-tool-input.ts");
   const input = checkToolInput(tool, body.input);
-  const result = await runHostTool(tool, input, ctx.principal.run?.worktree);
+  const result = await runHostTool(tool, input, ctx.principal.run?.worktree).catch((error: unknown) => {
+    if (error instanceof HostToolRefused) throw badRequest(error.message);
+    throw error;
+  });
   ctx.deps.logger.info("host tool ran", {
     event: "api.host_tool",
     tool: tool.name,

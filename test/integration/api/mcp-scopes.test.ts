@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -19,6 +19,8 @@ let api: ApiHarness;
 let dir: string;
 let sandboxed: string;
 let runToken: string;
+/** a run token whose worktree has been removed (the run ended) */
+let goneToken: string;
 let invocation: string;
 
 function withMarkTool(config: ConfigSnapshot): ConfigSnapshot {
@@ -41,6 +43,23 @@ function withMarkTool(config: ConfigSnapshot): ConfigSnapshot {
         input: { path: { type: "string", required: true }, count: { type: "integer", required: false } },
         exec: "/usr/bin/touch",
         args: ["$path"],
+        env: {},
+      },
+      // what a tool sees: its working directory, what is in it, and its whole environment
+      where: {
+        name: "where",
+        description: "print the working directory, its entries and the environment",
+        input: {},
+        exec: "/bin/sh",
+        args: ["-c", "pwd; echo --; ls -A; echo --; env"],
+        env: { TOOL_SETTING: "declared" },
+      },
+      show: {
+        name: "show",
+        description: "print one file of the worktree",
+        input: { file: { type: "path", required: true } },
+        exec: "/bin/cat",
+        args: ["$file"],
         env: {},
       },
     },
@@ -83,7 +102,7 @@ beforeAll(async () => {
   );
   const ids = await seedLineage(api.pool);
   invocation = ids.invocation;
-  const scopes = ["mcp:read", "mcp:write", "host:execute:mark"];
+  const scopes = ["mcp:read", "mcp:write", "host:execute:mark", "host:execute:where", "host:execute:show"];
   const binding = { pipeline: "plain", agent: "reviewer", repo: "acme/app", worktree: dir };
   const expiresAt = new Date(Date.now() + 600_000);
   sandboxed = (
@@ -102,6 +121,15 @@ beforeAll(async () => {
       sandboxed: false,
       expiresAt,
       run: binding,
+    })
+  ).token;
+  goneToken = (
+    await issueRunToken(api.pool, {
+      invocationId: invocation,
+      scopes,
+      sandboxed: false,
+      expiresAt,
+      run: { ...binding, worktree: join(dir, "removed-checkout") },
     })
   ).token;
 });
@@ -175,6 +203,8 @@ describe("tools/list is filtered by scope", () => {
       "get_trace",
       "host_lint",
       "host_mark",
+      "host_show",
+      "host_where",
       "read_knowledge",
       "read_note",
       "search_knowledge",
@@ -354,12 +384,61 @@ describe("tools/call", () => {
     }
   });
 
-  it("a host tool runs in the caller's run worktree", async () => {
+  it("a host tool runs in an empty directory of its own, removed afterwards, with the run's worktree as WORKTREE", async () => {
     const client = await connect(api.url, runToken);
     const result = await client.callTool({ name: "host_mark", arguments: { path: "relative-marker" } });
     expect(result.isError).toBeFalsy();
-    expect(existsSync(join(dir, "relative-marker"))).toBe(true);
+    // a relative path is the tool's own directory, never the checkout
+    expect(existsSync(join(dir, "relative-marker"))).toBe(false);
+    const where = await client.callTool({ name: "host_where", arguments: {} });
+    expect(where.isError).toBeFalsy();
+    const [cwd, entries, env] = (where.structuredContent as { stdout: string }).stdout.split("--\n");
+    const cwdPath = cwd!.trim();
+    expect(cwdPath.startsWith(await realpath(tmpdir()))).toBe(true);
+    expect(cwdPath.startsWith(await realpath(dir))).toBe(false);
+    expect(entries).toBe("");
+    expect(existsSync(cwdPath)).toBe(false);
+    const vars = Object.fromEntries(
+      env!
+        .trim()
+        .split("\n")
+        .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
+    );
+    // the declared env, the ingress's PATH and WORKTREE; nothing else of the ingress (sh adds PWD)
+    expect(vars).toEqual({
+      TOOL_SETTING: "declared",
+      PATH: process.env
+        .PATH!.split(":")
+        .filter((entry) => entry.startsWith("/"))
+        .join(":"),
+      WORKTREE: await realpath(dir),
+      PWD: cwdPath,
+    });
     await client.close();
+  });
+
+  it("a path input resolves inside the run's worktree; a caller without one, or whose worktree is gone, is refused", async () => {
+    await writeFile(join(dir, "inside.txt"), "inside\n");
+    const client = await connect(api.url, runToken);
+    const shown = await client.callTool({ name: "host_show", arguments: { file: "inside.txt" } });
+    expect(shown.structuredContent).toMatchObject({ exitCode: 0, stdout: "inside\n" });
+    await client.close();
+    for (const [token, why] of [
+      [
+        "secret-star",
+        "is a path in the caller's run worktree, and this caller has none (only a run's token does)",
+      ],
+      [goneToken, "is a path in the run's worktree, and that worktree is gone (the run has ended)"],
+    ] as const) {
+      const caller = await connect(api.url, token);
+      const refused = await caller.callTool({
+        name: "host_show",
+        arguments: { file: join(dir, "inside.txt") },
+      });
+      expect(refused.isError).toBe(true);
+      expect(text(refused)).toBe(`host tool show: input file ${why}`);
+      await caller.close();
+    }
   });
 
   it("bad input is refused before anything runs", async () => {

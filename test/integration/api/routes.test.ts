@@ -319,6 +319,21 @@ describe("host tools and the tool protocol", () => {
     expect((await api.request("POST", "/host-tools/nope", { token: STAR, body: {} })).status).toBe(404);
   });
 
+  it("refuses an input that would be read as an option with 400 naming the tool and the field", async () => {
+    const response = await api.request("POST", "/host-tools/lint", {
+      token: STAR,
+      body: { input: { path: "--help" } },
+    });
+    expect(response.status).toBe(400);
+    expect(await json(response)).toMatchObject({
+      error: {
+        code: "invalid_request",
+        message:
+          'host tool lint: input path may not start with "-" (it would be read as an option); declare allow_options: true on input path to allow it',
+      },
+    });
+  });
+
   it("refuses a sandboxed agent's token for host tools, directly and over MCP", async () => {
     const sandbox = await issueSandboxToken(api.pool, { invocationId: done.invocation, scopes: ["*"] });
     expect(

@@ -42,9 +42,14 @@ ask:
 host_tools:
   lint:
     description: Lint.
-    input: { path: { type: string, required: true, description: the file to lint } }
-    exec: /usr/bin/npx
-    args: [biome, check, "$path"]
+    input: { path: { type: path, required: true, description: the file to lint } }
+    exec: /usr/local/bin/biome
+    args: [check, "$path"]
+  log:
+    description: Show history.
+    input: { range: { type: string, allow_options: true }, plain: { type: string, allow_options: false } }
+    exec: /usr/bin/git
+    args: [log, "$range", "$plain"]
 `,
     );
     await writeFile(
@@ -63,9 +68,13 @@ host_tools:
     expect(targets.gpt).toMatchObject({ maxTurns: 20 });
     expect(targets.capped).toMatchObject({ maxTurns: 5 });
     expect(hostTools.lint?.input.path).toEqual({
-      type: "string",
+      type: "path",
       required: true,
       description: "the file to lint",
+    });
+    expect(hostTools.log?.input).toEqual({
+      range: { type: "string", required: false, allowOptions: true },
+      plain: { type: "string", required: false },
     });
   });
 });

@@ -58,6 +58,21 @@ const CASES: [string, string, string][] = [
     'daemon.yaml: chat bot "ghost" at "queue.circuit_breaker.escalate.chat.bot" is not defined - add it to "channels.chat.bots" in daemon.yaml (defined: none)',
   ],
   [
+    "host-tool-allow-options-type",
+    "invalid_type",
+    'daemon.yaml: "host_tools.lint.input.path.allow_options" must be a boolean (true or false)',
+  ],
+  [
+    "host-tool-env-path",
+    "env_reserved",
+    'daemon.yaml: env "PATH" of "host_tools.lint" is set by svc for every host tool (the ingress\'s own PATH) - remove it from "host_tools.lint.env"',
+  ],
+  [
+    "host-tool-mixed-arg",
+    "invalid_value",
+    'daemon.yaml: "host_tools.lint.args[1]" mixes $path with other text - a $name fills one whole argv element; give each reference an args entry of its own, e.g. ["--config-path", "$path"] instead of "--config-path=$path"',
+  ],
+  [
     "host-tool-relative-exec",
     "invalid_value",
     'daemon.yaml: "host_tools.lint.exec" must be an explicit absolute executable path without input references - pass inputs through "args"',

@@ -55,6 +55,12 @@ describe("loadConfig on the reference configuration", () => {
       taskTimeoutMs: 15 * 60_000,
       timeoutMs: 45 * 60_000,
     });
+    // the lint tool runs the operator's own biome on a path resolved inside the worktree, never npx
+    expect(config.hostTools.lint).toMatchObject({
+      input: { path: { type: "path", required: true } },
+      exec: "/usr/local/bin/biome",
+      args: ["check", "$path"],
+    });
   });
 
   it("loads the copy in test/fixtures with no problems at all", async () => {
@@ -111,7 +117,7 @@ describe("loadConfig on the reference configuration", () => {
       description: "Send a line to the on-call pager.",
       input: { text: { type: "string", required: true }, urgent: { type: "boolean", required: false } },
       exec: "/usr/local/bin/page",
-      args: ["--urgent=$urgent"],
+      args: ["--urgent", "$urgent"],
       stdin: "$text",
       env: { PAGER_REGION: "eu" },
     });
