@@ -36,7 +36,9 @@ export async function runHostTool(
   try {
     return await spawnTool(tool, call, cwd);
   } finally {
-    await rm(cwd, { recursive: true, force: true });
+    // a child the tool left behind may still be writing there; the tool's answer stands, and the
+    // directory is private to the ingress user (mkdtemp: 0700) until the OS clears its temp directory
+    await rm(cwd, { recursive: true, force: true }).catch(() => {});
   }
 }
 

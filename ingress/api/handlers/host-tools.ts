@@ -18,8 +18,14 @@ export async function runHostToolRoute(ctx: RouteContext): Promise<Reply> {
   const { checkToolInput } = await import("../host-tool-input.ts");
   const input = checkToolInput(tool, body.input);
   const result = await runHostTool(tool, input, ctx.principal.run?.worktree).catch((error: unknown) => {
-    if (error instanceof HostToolRefused) throw badRequest(error.message);
-    throw error;
+    if (!(error instanceof HostToolRefused)) throw error;
+    ctx.deps.logger.warn("host tool refused", {
+      event: "api.host_tool_refused",
+      tool: tool.name,
+      reason: error.message,
+      by: ctx.principal.owner,
+    });
+    throw badRequest(error.message);
   });
   ctx.deps.logger.info("host tool ran", {
     event: "api.host_tool",

@@ -332,6 +332,14 @@ describe("host tools and the tool protocol", () => {
           'host tool lint: input path may not start with "-" (it would be read as an option); declare allow_options: true on input path to allow it',
       },
     });
+    const nul = await api.request("POST", "/host-tools/lint", {
+      token: STAR,
+      body: { input: { path: "a\u0000b" } },
+    });
+    expect(nul.status).toBe(400);
+    expect(await json(nul)).toMatchObject({
+      error: { message: "host tool lint: input path contains a NUL byte" },
+    });
   });
 
   it("refuses a sandboxed agent's token for host tools, directly and over MCP", async () => {
