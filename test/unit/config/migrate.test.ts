@@ -48,6 +48,37 @@ describe("planMigration", () => {
     ]);
   });
 
+  it("splits a host tool's --opt=$input into two elements, leaves other mixed elements as a to-do, drops env.PATH", async () => {
+    const dir = await configDir({
+      "daemon.yaml": [
+        "host_tools:",
+        "  lint:",
+        "    description: lint a file",
+        "    input: { path: { type: string }, rule: { type: string } }",
+        "    exec: /usr/bin/lint",
+        '    args: ["--config=$path", "-1", "rule:$rule"]',
+        "    env:",
+        "      PATH: /usr/bin",
+        "      LEVEL: warn",
+        "",
+      ].join("\n"),
+    });
+    const plan = await planMigration({ dir });
+    const after = plan.files.find((file) => file.file === "daemon.yaml")!.after;
+    expect(after).toContain('args: [--config, $path, "-1", "rule:$rule"]');
+    expect(after).not.toContain("PATH:");
+    expect(after).toContain("LEVEL: warn");
+    expect(plan.changes.map((change) => change.text)).toEqual(
+      expect.arrayContaining([
+        '"host_tools.lint.args[0]" "--config=$path" became "--config", "$path"',
+        "deleted \"host_tools.lint.env.PATH\": svc sets it (the ingress's PATH, the run's worktree)",
+      ]),
+    );
+    expect(plan.todos.map((todo) => todo.text)).toEqual([
+      'args[2] "rule:$rule" mixes an input reference with text: give the reference an element of its own',
+    ]);
+  });
+
   it("does not overwrite a PERSONA.md with a SOUL.md", async () => {
     const persona = "---\ndescription: new\n---\nNew.\n";
     const dir = await configDir({

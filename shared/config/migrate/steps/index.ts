@@ -11,6 +11,7 @@ import { v0_9_2 } from "./v0-9-2.ts";
 import { v0_10_0 } from "./v0-10-0.ts";
 import { v0_11_0 } from "./v0-11-0.ts";
 import { v0_12_0 } from "./v0-12-0.ts";
+import { v0_14_0 } from "./v0-14-0.ts";
 
 /**
  * Every release of "Changes by release" that changed the configuration, oldest first: a later step
@@ -30,4 +31,5 @@ export const STEPS: readonly Step[] = [
   v0_10_0,
   v0_11_0,
   v0_12_0,
+  v0_14_0,
 ];
