@@ -135,6 +135,10 @@ function operationOf(route: RouteSpec, parameters: string[]): Record<string, unk
       "401": errorResponse("no valid token"),
       "403": errorResponse(`the token lacks the scope the route needs`),
       "404": errorResponse("no such record (or another owner's)"),
+      // every route but a GET reads its body as JSON (ingress/api/router.ts, parseBody)
+      ...(route.method === "GET"
+        ? {}
+        : { "415": errorResponse("a body sent with a Content-Type other than application/json") }),
       "503": errorResponse("the database is unreachable"),
     },
   };

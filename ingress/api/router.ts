@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, Router } from 
 import type { Logger } from "../../shared/logger.ts";
 import { createAccessControl } from "../auth/middleware.ts";
 import { isDatabaseUnavailable, sendError, sendUnavailable } from "../errors.ts";
+import { describeContentType, isJsonContentType } from "../media-type.ts";
 import { ANSWERED } from "./context.ts";
 import { ApiError } from "./errors.ts";
 import { mcpMethodNotAllowed } from "./handlers/mcp.ts";
@@ -57,12 +58,30 @@ export function createApiRouter(deps: ApiDependencies): Router {
   return router;
 }
 
+/**
+ * The body of a POST, PATCH or DELETE: JSON sent as `application/json`, or nothing at all (an empty
+ * object). Any other Content-Type is refused before the handler runs, because a browser sends
+ * `text/plain`, form and multipart bodies cross-site without asking first (no CORS preflight).
+ */
 function parseBody(json: express.RequestHandler, req: Request, res: Response): Promise<void> {
-  // an empty body is an empty object; anything else must be JSON
-  if (
+  const type = req.headers["content-type"];
+  const empty =
     req.headers["content-length"] === "0" ||
-    (!req.headers["content-length"] && !req.headers["transfer-encoding"])
-  ) {
+    (!req.headers["content-length"] && !req.headers["transfer-encoding"]);
+  if (type === undefined && empty) {
+    req.body = {};
+    return Promise.resolve();
+  }
+  if (!isJsonContentType(type)) {
+    return Promise.reject(
+      new ApiError(
+        415,
+        "unsupported_media_type",
+        `this route reads a JSON body: send it with Content-Type: application/json (got ${describeContentType(type)})`,
+      ),
+    );
+  }
+  if (empty) {
     req.body = {};
     return Promise.resolve();
   }

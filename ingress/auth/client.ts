@@ -1,22 +1,12 @@
-import type { IncomingMessage } from "node:http";
-import { addressMatcher, isLoopbackHost } from "../../shared/config/network.ts";
-
-/** Headers a proxy adds to say whom it forwards for; their presence means "not from this machine". */
-export const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-real-ip"] as const;
+import { addressMatcher } from "../../shared/config/network.ts";
 
 /**
- * A loopback client is a process on this machine talking to the ingress directly: its socket peer
- * is a loopback address and it carries none of the forwarding headers. A reverse proxy on the same
- * host also connects from 127.0.0.1, but it adds `X-Forwarded-For` (deploy/nginx/svc-proxy.conf does),
- * so what it forwards is not loopback. A proxy that strips the header is misconfigured: every remote
- * client would then look local (docs/operations.md, what any proxy in front of svc must do).
+ * Headers a proxy adds to say whom it forwards for; their presence means "not from this machine".
+ * A reverse proxy on the same host connects from 127.0.0.1 too; it is told apart by the
+ * `X-Forwarded-For` it adds (deploy/nginx/svc-proxy.conf does). One that adds none (a TCP proxy,
+ * `ssh -L`) cannot be told apart: `server.loopback_star: false` is for such installs.
  */
-export function isLoopbackRequest(req: IncomingMessage): boolean {
-  const peer = req.socket.remoteAddress;
-  if (peer === undefined || !isLoopbackHost(peer)) return false;
-  for (const header of FORWARDING_HEADERS) if (req.headers[header] !== undefined) return false;
-  return true;
-}
+export const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-real-ip"] as const;
 
 /**
  * Express's `trust proxy` setting for `server.trusted_proxies`: only a peer in that list has its

@@ -11,7 +11,7 @@ import {
   createBrokerVerifier,
   looksLikeJwt,
 } from "./broker.ts";
-import { isLoopbackRequest } from "./client.ts";
+import { loopbackVerdict } from "./loopback.ts";
 import { LOCAL_PRINCIPAL, type Principal, refusal } from "./principal.ts";
 import { createTokenResolver } from "./tokens.ts";
 
@@ -25,18 +25,35 @@ export interface AccessControl {
 }
 
 /**
- * A local install is one nobody else can reach: no `auth.tokens` and no broker configured, and a
- * loopback bind. It changes nothing about access (a loopback client has `*` everywhere, see
- * `isLoopbackRequest`); `svc doctor` reports it.
+ * A local install is one nobody else can reach: no `auth.tokens` and no broker configured, a
+ * loopback bind, and no `server.loopback_star: false` (which says a same-host proxy forwards to
+ * it). It changes nothing about access (a loopback client has `*` everywhere, see loopback.ts);
+ * `svc doctor` reports it.
  */
 export function isLocalInstall(config: Readonly<ConfigSnapshot>): boolean {
   const auth = config.auth;
   const noTokens = !auth || (Object.keys(auth.tokens).length === 0 && !auth.broker);
-  return noTokens && isLoopbackHost(config.server.host);
+  return noTokens && isLoopbackHost(config.server.host) && config.server.loopbackStar !== false;
 }
 
 const UNAUTHENTICATED =
   "a valid token is required: send `Authorization: Bearer <token>` (see `svc auth setup`)";
+
+/** The loopback client, or the 401 of a request without a token: one from a browser is told why. */
+function anonymous(req: Request, loopbackStar: boolean): Principal {
+  if (!loopbackStar) throw new ApiError(401, "unauthenticated", UNAUTHENTICATED);
+  const verdict = loopbackVerdict(req);
+  // the contract's "the loopback client keeps `*`", with or without configured tokens, for local
+  // programs only: a browser's request on behalf of a web page is no local client
+  if (verdict.local) return LOCAL_PRINCIPAL;
+  throw new ApiError(
+    401,
+    "unauthenticated",
+    verdict.refused
+      ? `${UNAUTHENTICATED}; a request from this machine needs none only when no web page sent it, and ${verdict.refused}`
+      : UNAUTHENTICATED,
+  );
+}
 
 export function createAccessControl(deps: {
   pool: pg.Pool;
@@ -58,16 +75,14 @@ export function createAccessControl(deps: {
     }
   }
   const localInstall = isLocalInstall(deps.config);
+  // `server.loopback_star: false`: nobody gets `*` without a token (a same-host TCP proxy in front)
+  const loopbackStar = deps.config.server.loopbackStar !== false;
 
   return {
     localInstall,
     async authenticate(req) {
       const header = req.get("authorization");
-      if (header === undefined) {
-        // the contract's "the loopback client keeps `*`", with or without configured tokens
-        if (isLoopbackRequest(req)) return LOCAL_PRINCIPAL;
-        throw new ApiError(401, "unauthenticated", UNAUTHENTICATED);
-      }
+      if (header === undefined) return anonymous(req, loopbackStar);
       const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
       if (!match)
         throw new ApiError(401, "unauthenticated", "the Authorization header must be `Bearer <token>`");

@@ -43,13 +43,3 @@ export function readRawBody(req: IncomingMessage, limit: number): Promise<RawBod
     req.on("aborted", onAbort);
   });
 }
-
-const JSON_MEDIA_TYPE = /^application\/json\s*(?:;|$)/i;
-const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/i;
-
-/** `application/json`, with no charset or UTF-8 (the only encoding JSON on the wire may use, RFC 8259). */
-export function isJsonContentType(header: string | undefined): boolean {
-  if (!header || !JSON_MEDIA_TYPE.test(header.trim())) return false;
-  const charset = CHARSET.exec(header)?.[1];
-  return charset === undefined || /^utf-?8$/i.test(charset);
-}

@@ -11,9 +11,10 @@ import {
   sendUnauthorized,
   sendUnavailable,
 } from "../errors.ts";
+import { isJsonContentType } from "../media-type.ts";
 import { BatchedRecorder } from "./batched-recorder.ts";
 import { UNKNOWN_SOURCE_DIGEST, verifyBearer } from "./bearer.ts";
-import { isJsonContentType, readRawBody } from "./body.ts";
+import { readRawBody } from "./body.ts";
 import { codehostEventName } from "./codehost/event.ts";
 import * as codehost from "./codehost/verify.ts";
 import { verifyHexHmac } from "./hmac.ts";

@@ -289,6 +289,11 @@ export interface ConfigSnapshot {
     port: number;
     /** peers whose forwarding headers are believed for the client address (addresses or CIDR ranges) */
     trustedProxies?: readonly string[];
+    /**
+     * `server.loopback_star`: whether a local program on loopback acts with `*` without a token
+     * (ingress/auth/loopback.ts); absent means true. False for installs behind a same-host TCP proxy.
+     */
+    loopbackStar?: boolean;
   };
   webhooks: { maxBodyBytes: number; sources: Record<string, WebhookSource> };
   targets: Record<string, Target>;

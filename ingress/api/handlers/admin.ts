@@ -156,9 +156,12 @@ export async function doctorRoute(ctx: RouteContext): Promise<Reply> {
   });
   await probe("access", async () => ({
     status: "ok",
-    message: ctx.access.localInstall
-      ? "local install: loopback clients need no token"
-      : "loopback clients without forwarding headers need no token; every other request needs a valid token",
+    message:
+      config.server.loopbackStar === false
+        ? "server.loopback_star is false: every request needs a valid token, loopback clients included"
+        : ctx.access.localInstall
+          ? "local install: loopback clients need no token"
+          : "local programs on loopback (no forwarding header, no other web site's Origin) need no token; every other request needs a valid token",
   }));
   return ok({ probes });
 }

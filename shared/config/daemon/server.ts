@@ -1,5 +1,5 @@
 import { isLoopbackHost, parseAddressRange } from "../network.ts";
-import { checkKeys, int, quote, str, strList, type YamlMap } from "../read.ts";
+import { bool, checkKeys, int, quote, str, strList, type YamlMap } from "../read.ts";
 import type { ConfigFile } from "../source.ts";
 import type { DaemonSettings } from "../types.ts";
 import { child } from "./read-helpers.ts";
@@ -9,7 +9,7 @@ export const DEFAULT_PORT = 7420;
 
 export function readServer(f: ConfigFile, root: YamlMap, env: NodeJS.ProcessEnv): DaemonSettings["server"] {
   const server = child(f, root, "server", []) ?? {};
-  checkKeys(f, server, ["server"], ["host", "port", "trusted_proxies"]);
+  checkKeys(f, server, ["server"], ["host", "port", "trusted_proxies", "loopback_star"]);
   let host = str(f, server, "host", ["server"]) ?? DEFAULT_HOST;
   let port = int(f, server, "port", ["server"], { min: 1, max: 65_535 }) ?? DEFAULT_PORT;
   // the environment wins, so the off-loopback checks below see the address the ingress really binds
@@ -27,7 +27,9 @@ export function readServer(f: ConfigFile, root: YamlMap, env: NodeJS.ProcessEnv)
         `the environment variable SVC_PORT (overriding "server.port") must be a port number between 0 and 65535, 0 for any free port (got ${quote(envPort)})`,
       );
   }
-  return { host, port, trustedProxies: readTrustedProxies(f, server) };
+  // on by default: the svc CLI and MCP clients on the daemon's host need no token
+  const loopbackStar = bool(f, server, "loopback_star", ["server"]) ?? true;
+  return { host, port, trustedProxies: readTrustedProxies(f, server), loopbackStar };
 }
 
 function readTrustedProxies(f: ConfigFile, server: YamlMap): string[] {

@@ -118,6 +118,11 @@ const CASES: [string, string, string][] = [
     'pipelines/main.yaml: "knowledge.mode" was removed in 0.5.1 - use "knowledge.method" and "knowledge.delivery": the local-engine mode became method: hybrid, delivery: prompt; mount became method: none, delivery: file; ambient became method: none, delivery: search; catalog became method: none, delivery: browse',
   ],
   [
+    "loopback-star-string",
+    "invalid_type",
+    'daemon.yaml: "server.loopback_star" must be a boolean (true or false)',
+  ],
+  [
     "member-kind-bot",
     "removed_key",
     'members.yaml: members[0]: kind "bot" was renamed in 0.8.0 - write kind: agent',

@@ -84,7 +84,7 @@ describe("loadConfig on the reference configuration", () => {
   it("fills every field of the snapshot and deep-freezes it", async () => {
     const config = expectOk(await loadConfig({ dir: join(FIXTURES, "valid"), env: REFERENCE_ENV }));
     expect(config.dir).toBe(join(FIXTURES, "valid"));
-    expect(config.server).toEqual({ host: "127.0.0.1", port: 7420, trustedProxies: [] });
+    expect(config.server).toEqual({ host: "127.0.0.1", port: 7420, trustedProxies: [], loopbackStar: true });
     expect(config.webhooks.maxBodyBytes).toBe(2_097_152);
     expect(config.webhooks.sources["deploy-hook"]).toEqual({
       name: "deploy-hook",
@@ -223,7 +223,7 @@ describe("rules that depend on the environment", () => {
         env: { ...REFERENCE_ENV, SVC_HOST: "::1", SVC_PORT: "8088" },
       }),
     );
-    expect(config.server).toEqual({ host: "::1", port: 8088, trustedProxies: [] });
+    expect(config.server).toEqual({ host: "::1", port: 8088, trustedProxies: [], loopbackStar: true });
     const bad = await loadConfig({
       dir: join(FIXTURES, "reference"),
       env: { ...REFERENCE_ENV, SVC_PORT: "http" },
@@ -233,6 +233,16 @@ describe("rules that depend on the environment", () => {
       await loadConfig({ dir: join(FIXTURES, "reference"), env: { ...REFERENCE_ENV, SVC_PORT: "0" } }),
     );
     expect(anyFreePort.server.port).toBe(0);
+  });
+
+  it("server.loopback_star: false is read as such; absent means true", async () => {
+    const dir = await copyOf("reference");
+    const daemon = join(dir, "daemon.yaml");
+    const { readFile } = await import("node:fs/promises");
+    const text = await readFile(daemon, "utf8");
+    await writeFile(daemon, text.replace("  port: 7420\n", "  port: 7420\n  loopback_star: false\n"));
+    const config = expectOk(await loadConfig({ dir, env: REFERENCE_ENV }));
+    expect(config.server.loopbackStar).toBe(false);
   });
 
   it("an unknown token scope is a warning, and the snapshot still loads", async () => {
