@@ -157,10 +157,12 @@ describe("a web page cannot act through the operator's local daemon", () => {
       },
       '{"args":{}}',
     );
-    expectUnauthenticated(answer);
+    // the effect first: a request that fired and then answered oddly must fail on what it did
     expect(await firedTriggers(local)).toBe(before);
+    expectUnauthenticated(answer);
   });
 
+  // fetch(no-cors) from a sandboxed frame: a form content type, a JSON body, Origin: null
   it("a form POST with Origin: null (sandboxed page, no Sec-Fetch-Site) fires nothing", async () => {
     const before = await firedTriggers(local);
     const answer = await send(
@@ -168,10 +170,10 @@ describe("a web page cannot act through the operator's local daemon", () => {
       "POST",
       FIRE,
       { host: hostOf(local), origin: "null", "content-type": "application/x-www-form-urlencoded" },
-      "args=1",
+      '{"args":{}}',
     );
-    expectUnauthenticated(answer);
     expect(await firedTriggers(local)).toBe(before);
+    expectUnauthenticated(answer);
   });
 
   it("a cross-site form POST to /admin/drain does not drain the daemon", async () => {
@@ -182,8 +184,8 @@ describe("a web page cannot act through the operator's local daemon", () => {
       { host: hostOf(local), origin: EVIL, "content-type": "application/x-www-form-urlencoded" },
       "",
     );
-    expectUnauthenticated(answer);
     expect(await drained(local)).toBe(false);
+    expectUnauthenticated(answer);
   });
 
   it("a cross-site GET marked only by Sec-Fetch-Site (no Origin on a no-cors GET) gets 401", async () => {
@@ -209,8 +211,8 @@ describe("a web page cannot act through the operator's local daemon", () => {
       },
       "{}",
     );
-    expectUnauthenticated(answer);
     expect(await firedTriggers(local)).toBe(before);
+    expectUnauthenticated(answer);
   });
 });
 
@@ -241,8 +243,8 @@ describe("DNS rebinding: the attacker's name resolved to 127.0.0.1", () => {
       },
       '{"args":{}}',
     );
-    expectUnauthenticated(answer);
     expect(await firedTriggers(local)).toBe(before);
+    expectUnauthenticated(answer);
   });
 
   it("a same-origin MCP call of a host tool runs nothing", async () => {
@@ -260,8 +262,8 @@ describe("DNS rebinding: the attacker's name resolved to 127.0.0.1", () => {
       },
       markCall(marker),
     );
-    expectUnauthenticated(answer);
     expect(existsSync(marker)).toBe(false);
+    expectUnauthenticated(answer);
   });
 
   it("a Host naming the right address but another port is not this daemon on loopback", async () => {
@@ -392,8 +394,8 @@ describe("server.loopback_star: false (a same-host TCP proxy in front)", () => {
       { host: hostOf(starOff), "content-type": "application/json" },
       '{"args":{}}',
     );
-    expectUnauthenticated(answer);
     expect(await firedTriggers(starOff)).toBe(before);
+    expectUnauthenticated(answer);
   });
 
   it("a token still works", async () => {
