@@ -115,10 +115,12 @@ function markCall(path: string): string {
 const MCP_ACCEPT = "application/json, text/event-stream";
 
 /** A refusal that says nothing of the daemon beyond the usual 401. */
-function expectUnauthenticated(answer: Answer): void {
+function expectUnauthenticated(answer: Answer, because?: string): void {
   expect(answer.status).toBe(401);
   const body = JSON.parse(answer.text) as { error: { code: string; message: string } };
   expect(body.error.code).toBe("unauthenticated");
+  // a program on this machine that is refused learns which header did it
+  if (because) expect(body.error.message).toContain(because);
   // nothing the attacker sent is echoed back, and nothing of what the route would have answered
   expect(answer.text).not.toContain("evil.example");
   expect(answer.text).not.toContain("trg_");
@@ -159,7 +161,7 @@ describe("a web page cannot act through the operator's local daemon", () => {
     );
     // the effect first: a request that fired and then answered oddly must fail on what it did
     expect(await firedTriggers(local)).toBe(before);
-    expectUnauthenticated(answer);
+    expectUnauthenticated(answer, "Origin header");
   });
 
   // fetch(no-cors) from a sandboxed frame: a form content type, a JSON body, Origin: null
@@ -194,7 +196,7 @@ describe("a web page cannot act through the operator's local daemon", () => {
       "sec-fetch-site": "cross-site",
       "sec-fetch-mode": "no-cors",
     });
-    expectUnauthenticated(answer);
+    expectUnauthenticated(answer, "Sec-Fetch-Site header");
   });
 
   it("a page on another port of localhost (same-site) is refused too", async () => {
@@ -225,7 +227,7 @@ describe("DNS rebinding: the attacker's name resolved to 127.0.0.1", () => {
       "sec-fetch-site": "same-origin",
       "sec-fetch-mode": "cors",
     });
-    expectUnauthenticated(answer);
+    expectUnauthenticated(answer, "Host header");
     expect(answer.text).not.toContain("triggers");
   });
 
