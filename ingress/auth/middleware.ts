@@ -50,7 +50,7 @@ function anonymous(req: Request, loopbackStar: boolean): Principal {
     401,
     "unauthenticated",
     verdict.refused
-      ? `${UNAUTHENTICATED}; a request from this machine needs none only when no web page sent it, and ${verdict.refused}`
+      ? `${UNAUTHENTICATED}; requests from this machine need none, but not this one: ${verdict.refused}`
       : UNAUTHENTICATED,
   );
 }

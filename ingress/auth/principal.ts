@@ -60,7 +60,7 @@ export function crossesOwnerBoundary(principal: Principal): boolean {
   return principal.scopes.includes("*") || principal.scopes.includes("workloads:admin");
 }
 
-/** The anonymous loopback client: a loopback peer with no forwarding header (see auth/client.ts). */
+/** The anonymous loopback client: a local program talking to the ingress directly (see auth/loopback.ts). */
 export const LOCAL_PRINCIPAL: Principal = Object.freeze({
   owner: "local",
   scopes: Object.freeze(["*"]),
