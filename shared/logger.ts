@@ -1,12 +1,14 @@
 import { accessSync, constants, statSync } from "node:fs";
 import { basename, dirname, extname, join } from "node:path";
 import winston from "winston";
+import { LOG_SECRET_KEYS, maskSecretKeys, REDACTED } from "./redact.ts";
 
 /**
  * Logging through winston: one JSON object per line with a stable `event` field (pretty on a TTY or
  * with SVC_LOG_FORMAT=pretty), on stdout, and optionally into a size-rotated file (`log:` in
  * daemon.yaml). Secrets never reach a line: the `redactSecrets` format masks known secret-bearing
- * keys wherever they appear, and callers log ids and names, never payloads, headers or tokens.
+ * keys wherever they appear (the rules of shared/redact.ts, which the stored artifacts of a run
+ * share), and callers log ids and names, never payloads, headers or tokens.
  */
 export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
@@ -21,24 +23,8 @@ export interface Logger {
 export type LogLevel = "error" | "warn" | "info" | "http" | "verbose" | "debug" | "silly";
 const LEVELS = winston.config.npm.levels;
 
-const SECRET_KEYS =
-  /^(authorization|secret|secrets|token|tokens|password|signature|x-hub-signature-256|linear-signature|cookie|api_key|apikey|payload|body)$/i;
-const MASK = "[redacted]";
 /** winston's own keys of a line, never masked: the message is the caller's sentence */
 const LINE_KEYS = new Set(["level", "message"]);
-
-/** `value` with secret-bearing keys masked, searched down to depth 7 (a line's fields are depth 1). */
-function redact(value: unknown, depth: number): unknown {
-  if (depth > 7 || value === null || typeof value !== "object") return value;
-  if (Array.isArray(value)) return value.map((item) => redact(item, depth + 1));
-  if (value instanceof Error) return { name: value.name, message: value.message };
-  const out: Record<string, unknown> = {};
-  for (const [key, inner] of Object.entries(value)) {
-    // an undefined field is left out, as JSON leaves it out
-    if (inner !== undefined) out[key] = SECRET_KEYS.test(key) ? MASK : redact(inner, depth + 1);
-  }
-  return out;
-}
 
 /**
  * The winston format that masks secret-bearing keys of a line. The line's fields are depth 1, so
@@ -50,7 +36,7 @@ export const redactSecrets = winston.format((info) => {
     if (LINE_KEYS.has(key)) continue;
     const value = line[key];
     if (value === undefined) delete line[key];
-    else line[key] = SECRET_KEYS.test(key) ? MASK : redact(value, 1);
+    else line[key] = LOG_SECRET_KEYS.test(key) ? REDACTED : maskSecretKeys(value, 1);
   }
   return info;
 });
