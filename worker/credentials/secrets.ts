@@ -16,6 +16,11 @@ export class CredentialSecrets {
     return this.#values.get(`${target}\u0000${credential}`);
   }
 
+  /** Every value held: what a run's stored artifacts are redacted of (worker/run/run-secrets.ts). */
+  values(): string[] {
+    return [...new Set(this.#values.values())];
+  }
+
   static async resolve(
     config: Pick<ConfigSnapshot, "targets" | "dir">,
     db: pg.Pool,

@@ -72,7 +72,7 @@ function agentContext(run: RunState, signal: AbortSignal): AgentContext {
   const { input } = run;
   return {
     ...{ deps: run.deps, invocationId: input.invocationId, pipeline: input.pipeline, paths: input.paths },
-    ...{ event: run.event, env: run.env, engine: run.engine, signal },
+    ...{ event: run.event, env: run.env, engine: run.engine, signal, secrets: run.secrets },
   };
 }
 

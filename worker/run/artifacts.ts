@@ -3,9 +3,16 @@ import { extname, join, relative } from "node:path";
 import type pg from "pg";
 import { type NewArtifact, upsertArtifact } from "../../db/artifacts.ts";
 import { newId } from "../../shared/ids.ts";
+import type { Redactor } from "../../shared/redact.ts";
+import { redactorFor } from "./run-secrets.ts";
 
 /** Stored rendered text is capped: the file at `path` stays the source of truth. */
 const RENDER_LIMIT = 256 * 1024;
+/**
+ * Read past the cap, so that a secret that begins before the cut is whole in what is redacted, and
+ * no prefix of it is kept (a value longer than this that straddles the cut keeps its first bytes).
+ */
+const REDACT_OVERLAP = 16 * 1024;
 
 const MEDIA_TYPES: Record<string, string> = {
   ".json": "application/json",
@@ -22,13 +29,20 @@ function mediaType(path: string): string {
   return MEDIA_TYPES[extname(path).toLowerCase()] ?? "application/octet-stream";
 }
 
-/** `head`: the file's first bytes, at least RENDER_LIMIT + 1 of them when `size` is larger */
-function render(head: Buffer, size: number, type: string): string {
+/**
+ * The stored text of a file: its first RENDER_LIMIT bytes, redacted (shared/redact.ts) of the run's
+ * secrets. `head`: the file's first bytes, RENDER_LIMIT + REDACT_OVERLAP of them when `size` is larger.
+ * Binary content is not stored at all, only named by its size: there is no text to redact.
+ */
+function render(head: Buffer, size: number, type: string, redactor: Redactor): string {
   const isText =
     type.startsWith("text/") || type === "application/json" || !head.subarray(0, 8000).includes(0);
   if (!isText) return `(binary, ${size} bytes)`;
-  const text = head.subarray(0, RENDER_LIMIT).toString("utf8");
-  return size > RENDER_LIMIT ? `${text}\n… (truncated, ${size} bytes in total)` : text;
+  // redacted before the cut: a secret across it is replaced whole, not cut into a kept prefix
+  const text = redactor.redact(head.toString("utf8"));
+  if (size <= RENDER_LIMIT) return text;
+  const kept = Buffer.from(text).subarray(0, RENDER_LIMIT).toString("utf8");
+  return `${kept}\n… (truncated, ${size} bytes in total)`;
 }
 
 interface ArtifactEntry {
@@ -48,7 +62,7 @@ function readHead(path: string): { head: Buffer; size: number } {
   const fd = openSync(path, "r");
   try {
     const size = fstatSync(fd).size;
-    const head = Buffer.allocUnsafe(Math.min(size, RENDER_LIMIT + 1));
+    const head = Buffer.allocUnsafe(Math.min(size, RENDER_LIMIT + REDACT_OVERLAP));
     let read = 0;
     while (read < head.length) {
       const n = readSync(fd, head, read, head.length - read, read);
@@ -61,7 +75,10 @@ function readHead(path: string): { head: Buffer; size: number } {
   }
 }
 
-/** A file as an artifact row: its size, its media type and its rendered text; undefined when nothing was written. */
+/**
+ * A file as an artifact row: its size, its media type and its rendered text, redacted of the secrets
+ * of its run (run-secrets.ts); undefined when nothing was written.
+ */
 export async function fileArtifact(entry: ArtifactEntry): Promise<NewArtifact | undefined> {
   let file: { head: Buffer; size: number };
   try {
@@ -74,7 +91,7 @@ export async function fileArtifact(entry: ArtifactEntry): Promise<NewArtifact | 
 
 /** The artifact row of a file whose content is already in hand (it was just written). */
 export function artifactOf(entry: ArtifactEntry, content: Buffer): NewArtifact {
-  return artifactRow(entry, content, content.length);
+  return artifactRow(entry, content.subarray(0, RENDER_LIMIT + REDACT_OVERLAP), content.length);
 }
 
 function artifactRow(entry: ArtifactEntry, head: Buffer, size: number): NewArtifact {
@@ -87,7 +104,8 @@ function artifactRow(entry: ArtifactEntry, head: Buffer, size: number): NewArtif
     mediaType: type,
     size,
     path: entry.path,
-    rendered: render(head, size, type),
+    // every artifact's stored text comes through here, redacted with its run's values
+    rendered: render(head, size, type, redactorFor(entry.invocationId)),
   };
 }
 

@@ -9,6 +9,7 @@ import { recordSurface } from "./artifacts.ts";
 import { eventEnvironment } from "./environment.ts";
 import { prepareRunKnowledge, type RunKnowledge } from "./knowledge.ts";
 import { runGate } from "./output-gate.ts";
+import { openRunSecrets } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import type { RunDeps, RunEnd, RunInput, RunState } from "./types.ts";
 import { checkOutEvent } from "./workspace.ts";
@@ -29,8 +30,10 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   // where every process of the run runs: a container of its own when the pipeline declares a sandbox
   const { sandbox } = input.pipeline;
   const engine: ProcessEngine = sandbox ? openSandbox(deps, sandbox, input) : deps.host;
+  // open before the first process: every artifact of the run from here on is redacted with them
+  const secrets = openRunSecrets(input.invocationId, deps);
   const run: RunState = {
-    ...{ deps, input, event, engine },
+    ...{ deps, input, event, engine, secrets },
     env: eventEnvironment(input.paths, event, input.pipeline),
     knowledge: { passages: [] },
     seq: 0,
@@ -41,6 +44,7 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
     const failure = engine.failure();
     return failure && end.kind === "failed" ? { kind: "failed", diagnostic: failure } : end;
   } finally {
+    secrets.close();
     await engine.close();
   }
 }

@@ -7,6 +7,7 @@ import { runCommandAgent } from "../runtimes/command.ts";
 import { runOpenAiAgent } from "../runtimes/openai.ts";
 import type { AgentOutcome } from "../runtimes/outcome.ts";
 import { type Prompt, promptText } from "./prompt.ts";
+import type { RunSecrets } from "./run-secrets.ts";
 import { type RunAccess, type RunTokenRequest, runTokenLifetimeMs, withRunToken } from "./run-token.ts";
 import type { RunDeps } from "./types.ts";
 
@@ -23,6 +24,8 @@ export interface AgentContext {
   engine: ProcessEngine;
   /** stops the agent: cancellation, shutdown, a deadline */
   signal: AbortSignal;
+  /** the run's secrets: the agent's run token joins them before the agent starts */
+  secrets: RunSecrets;
 }
 
 /** What the run token of an agent on `target` is bound to (run-token.ts). */
@@ -73,6 +76,8 @@ export function startRuntime(
   token: RunAccess,
 ): Promise<AgentOutcome> {
   const { deps, paths, engine } = agent;
+  // the token is in the agent's environment and mcp.json: whatever it prints of them is redacted
+  agent.secrets.add(token.token);
   const common = {
     cooldowns: deps.cooldowns,
     secrets: deps.secrets,

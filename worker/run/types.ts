@@ -11,6 +11,7 @@ import type { CredentialSecrets } from "../credentials/secrets.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import type { ProcessEngine } from "../exec/engine.ts";
 import type { RunKnowledge } from "./knowledge.ts";
+import type { RunSecrets } from "./run-secrets.ts";
 
 /** What running an agent needs from the worker, for an invocation and an orchestrated task alike. */
 export interface RunDeps {
@@ -77,6 +78,8 @@ export interface RunState {
   event: ResolvedEvent;
   /** where the run's processes run, chosen once before the first (phases.ts) */
   engine: ProcessEngine;
+  /** the values its stored artifacts are redacted of: the worker's, and what the run was given */
+  secrets: RunSecrets;
   /** the environment of every setup step, and the base of the agent's */
   env: Record<string, string>;
   /** what the pipeline's `knowledge` block delivers into this run (prompt section, files) */

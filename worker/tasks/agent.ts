@@ -11,6 +11,7 @@ import { withDeadline } from "../run/deadline.ts";
 import { eventEnvironment } from "../run/environment.ts";
 import { agentTimeout, onTargets, type Unavailable } from "../run/failover.ts";
 import { assemblePrompt, type Prompt } from "../run/prompt.ts";
+import type { RunSecrets } from "../run/run-secrets.ts";
 import { type AgentContext, runRuntime } from "../run/runtime.ts";
 import type { RunDeps } from "../run/types.ts";
 import { checkOutEvent } from "../run/workspace.ts";
@@ -31,6 +32,8 @@ export interface TaskRun {
   signal: AbortSignal;
   cancelled: () => boolean;
   transcript: string;
+  /** the values the task's stored transcript is redacted of (its tokens join them) */
+  secrets: RunSecrets;
 }
 
 /**
@@ -44,9 +47,12 @@ export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd
   const event = await eventOfRun(deps.records, { workload, pipeline });
   const cloneFailure = await checkOutEvent(deps.config, paths, event.context, " for the task");
   if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
-  const env = { ...eventEnvironment(paths, event, pipeline), ...(await identityEnv(deps, pipeline, task)) };
+  const identity = await identityEnv(deps, pipeline, task);
+  // a principal's token is the agent's: what it prints of it is redacted like its run token
+  if (identity.GH_TOKEN) run.secrets.add(identity.GH_TOKEN);
+  const env = { ...eventEnvironment(paths, event, pipeline), ...identity };
   const agent: AgentContext = {
-    ...{ deps, invocationId: task.invocationId, pipeline, paths, event, env },
+    ...{ deps, invocationId: task.invocationId, pipeline, paths, event, env, secrets: run.secrets },
     engine: deps.host,
     signal: run.signal,
   };

@@ -19,6 +19,7 @@ import { laneQueue, type TaskJob } from "../../shared/queues.ts";
 import { taskWorkspace, type Workspace } from "../../shared/workspace-layout.ts";
 import { fileArtifact } from "../run/artifacts.ts";
 import { type HeldWatch, watchHeld } from "../run/held-watch.ts";
+import { openRunSecrets, type RunSecrets } from "../run/run-secrets.ts";
 import type { RunDeps } from "../run/types.ts";
 import { removeCheckout } from "../run/workspace.ts";
 import { runTaskAgent, type TaskEnd } from "./agent.ts";
@@ -48,6 +49,21 @@ export async function runClaimedTask(
   shutdown: AbortSignal,
 ): Promise<void> {
   const watch = watchTask(deps, tasks, task, shutdown);
+  // the task's transcript is recorded after its agent ends: its values stay until then
+  const secrets = openRunSecrets(task.invocationId, deps);
+  try {
+    await runAndRecordTask(deps, task, watch, secrets);
+  } finally {
+    secrets.close();
+  }
+}
+
+async function runAndRecordTask(
+  deps: TaskDeps,
+  task: OrchestratedTask,
+  watch: TaskWatch,
+  secrets: RunSecrets,
+): Promise<void> {
   const transcript = { file: "" };
   let end: TaskEnd;
   let cleanup: Workspace | undefined;
@@ -63,7 +79,7 @@ export async function runClaimedTask(
       cleanup = pipeline.retainCheckout ? undefined : paths;
       transcript.file = join(paths.logsDir, "transcript.log");
       end = await runTaskAgent(deps, {
-        ...{ task, workload, pipeline, paths, transcript: transcript.file },
+        ...{ task, workload, pipeline, paths, transcript: transcript.file, secrets },
         signal: watch.signal,
         cancelled: watch.cancelled,
       });

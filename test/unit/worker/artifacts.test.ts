@@ -1,8 +1,12 @@
 import { mkdtemp, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fileArtifact } from "../../../worker/run/artifacts.ts";
+import type { ConfigSnapshot } from "../../../shared/config/types.ts";
+import { CredentialSecrets } from "../../../worker/credentials/secrets.ts";
+import { artifactOf, fileArtifact } from "../../../worker/run/artifacts.ts";
+import { openRunSecrets } from "../../../worker/run/run-secrets.ts";
 
 /** The rendered text kept per artifact (worker/run/artifacts.ts RENDER_LIMIT) */
 const LIMIT = 256 * 1024;
@@ -71,5 +75,49 @@ describe("worker: a file as an artifact row", () => {
     await writeFile(join(dir, "empty.log"), "");
     expect(await fileArtifact(entry("empty.log"))).toMatchObject({ size: 0, rendered: "" });
     expect(await fileArtifact(entry("missing.log"))).toBeUndefined();
+  });
+
+  describe("redacted of the secrets of its run", () => {
+    const KEY = "sk-artifact-credential-0123456789";
+    const TOKEN = "svct_artifact_run_token_abcdef";
+    const config = {
+      dir: "/nonexistent",
+      targets: {
+        t: {
+          name: "t",
+          runtime: "command",
+          command: ["x"],
+          timeoutMs: 1000,
+          credentials: [{ name: "c", secret: { kind: "inline", value: KEY } }],
+        },
+      },
+    } as unknown as ConfigSnapshot;
+    const inRun = (name: string) => ({ ...entry(name), invocationId: "inv_redact" });
+
+    it("a run's credential and token are replaced by the marker, also across the stored text's cut", async () => {
+      const secrets = openRunSecrets("inv_redact", {
+        config,
+        secrets: await CredentialSecrets.resolve(config, undefined as unknown as pg.Pool, {}),
+      });
+      try {
+        secrets.add(TOKEN);
+        await writeFile(join(dir, "leak.log"), `key=${KEY}\n${TOKEN}\n`);
+        expect((await fileArtifact(inRun("leak.log")))!.rendered).toBe(`key=[redacted]\n[redacted]\n`);
+        // the token begins 5 bytes before the cut: no prefix of it is kept, the marker is cut instead
+        const text = `${"a".repeat(LIMIT - 5)}${TOKEN}${"b".repeat(100)}`;
+        const rendered = artifactOf(inRun("cut.log"), Buffer.from(text)).rendered!;
+        const note = `\n… (truncated, ${text.length} bytes in total)`;
+        expect(rendered.endsWith(`aaaaa[reda${note}`)).toBe(true);
+        expect(rendered.length).toBe(LIMIT + note.length);
+        expect(rendered).not.toContain(TOKEN.slice(0, 8));
+      } finally {
+        secrets.close();
+      }
+    });
+
+    it("once the run is closed its token is no longer known (the worker's credentials still are)", async () => {
+      await writeFile(join(dir, "after.log"), `${KEY} ${TOKEN}`);
+      expect((await fileArtifact(inRun("after.log")))!.rendered).toBe(`[redacted] ${TOKEN}`);
+    });
   });
 });

@@ -1,0 +1,159 @@
+import { readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
+import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { baseFiles, EXECUTABLES } from "../worker/config-fixture.ts";
+import {
+  postWebhook,
+  type RoleProcess,
+  startIngress,
+  startWorkerProcess,
+  writeConfigDir,
+} from "../worker/processes.ts";
+
+const HOOK = "redaction-hook-token-0123456789";
+const READER = "redaction-reader-token-0123456789";
+/** the target's credential: svc hands it to the agent as MODEL_KEY */
+const MODEL_KEY = "sk-model-credential-7f3a9c1e5b";
+/** a secret svc never held, in a shape the rules name (`*_TOKEN=`) */
+const UNKNOWN = "deploy-secret-svc-never-saw-42";
+const MARKER = "[redacted]";
+
+/**
+ * The agent of a stranger's pull request: it prints everything it was given (its credential, its run
+ * token, the tool protocol's token and mcp.json that holds it) to stdout and stderr, and writes it
+ * into the surface directory. It keeps a copy of its token in the test's directory (outside every
+ * artifact) so the test knows what to look for.
+ */
+const LEAKY_AGENT = `#!/bin/sh
+cat > /dev/null
+printf '%s' "$SVC_AGENT_TOKEN" > "$HOME/leaked-token"
+echo "credential: $MODEL_KEY"
+echo "run token: $SVC_AGENT_TOKEN / mcp token: $SVC_MCP_TOKEN"
+cat "$SVC_MCP_CONFIG"
+echo "to stderr: $MODEL_KEY $SVC_AGENT_TOKEN" >&2
+echo "DEPLOY_TOKEN=${UNKNOWN}"
+mkdir -p "$SURFACE_DIR/notes"
+{ echo "key=$MODEL_KEY"; echo "token $SVC_AGENT_TOKEN"; cat "$SVC_MCP_CONFIG"; } > "$SURFACE_DIR/leak.txt"
+printf '{"k": "%s", "t": "%s"}\\n' "$MODEL_KEY" "$SVC_MCP_TOKEN" > "$SURFACE_DIR/notes/leak.json"
+echo '{"ok": true}'
+`;
+
+describe("hostile: an agent that prints its secrets leaves none in stored artifacts", () => {
+  let database: TestDatabase;
+  let pool: pg.Pool;
+  let dir: string;
+  let ingress: RoleProcess;
+  let worker: RoleProcess;
+  let url: string;
+
+  beforeAll(async () => {
+    database = await createTestDatabase(inject("adminDatabaseUrl"));
+    const files = baseFiles(
+      {
+        sources: `    leak-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }`,
+        targets: `  leaky:
+    runtime: command
+    command: ["./bin/leaky-agent"]
+    timeout: 30s
+    credentials:
+      - name: model
+        secret: "\${MODEL_KEY}"
+        env: MODEL_KEY
+`,
+      },
+      {
+        "pipelines/leak.yaml": `version: 1.0.0
+agent: helper
+trigger:
+  webhook: [leak-hook]
+targets: [leaky]
+instructions: review the pull request
+`,
+      },
+    );
+    files["daemon.yaml"] +=
+      `auth:\n  tokens:\n    reader:\n      scopes: ["*"]\n      secret: "\${READER_TOKEN}"\n`;
+    dir = await writeConfigDir({ ...files, "bin/leaky-agent": LEAKY_AGENT }, [
+      ...EXECUTABLES,
+      "bin/leaky-agent",
+    ]);
+    const env: Record<string, string> = {
+      SVC_CONFIG_DIR: dir,
+      SVC_DATABASE_URL: database.url,
+      HOOK_TOKEN: HOOK,
+      LINEAR_SECRET: "unused-linear-secret",
+      READER_TOKEN: READER,
+      MODEL_KEY,
+      HOME: dir,
+    };
+    const started = await startIngress(env);
+    ingress = started.role;
+    url = started.url;
+    // the daemon's URL makes the worker write mcp.json and hand out SVC_MCP_TOKEN
+    worker = await startWorkerProcess({ ...env, SVC_DAEMON_URL: url });
+    pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await ingress?.stop();
+    await pool?.end();
+    await database?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  const api = async (path: string) => {
+    const response = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${READER}` } });
+    expect(response.status).toBe(200);
+    return response.text();
+  };
+
+  it("the transcript and surface artifacts, in the database and through the API, carry the marker, not the values", async () => {
+    const id = await postWebhook(url, "leak-hook", HOOK, {});
+    const trigger = await waitForTrigger(pool, id);
+    // the run ends as any run whose agent answered: completed, nothing published (no outputs)
+    expect(trigger.status).toBe("completed");
+    const token = await waitFor(
+      async () => (await readFile(join(dir, "leaked-token"), "utf8").catch(() => "")) || undefined,
+      "the agent's copy of its token",
+    );
+    expect(token).toMatch(/^svct_/);
+    const secrets = [MODEL_KEY, token, UNKNOWN];
+
+    const { invocations, artifacts } = await lineage(pool, id);
+    expect(invocations[0]).toMatchObject({ status: "completed", diagnostic: null, result: { ok: true } });
+    const stored = Object.fromEntries(artifacts.map((a) => [a.name as string, a.rendered as string]));
+    expect(Object.keys(stored).sort()).toEqual([
+      "result.json",
+      "surface/leak.txt",
+      "surface/notes/leak.json",
+      "transcript",
+    ]);
+    // what the agent printed is there, each secret in it replaced by the marker
+    expect(stored.transcript).toContain(`credential: ${MARKER}`);
+    expect(stored.transcript).toContain(`run token: ${MARKER} / mcp token: ${MARKER}`);
+    expect(stored.transcript).toContain(`"Authorization": "${MARKER}"`);
+    expect(stored.transcript).toContain(`to stderr: ${MARKER} ${MARKER}`);
+    expect(stored.transcript).toContain(`DEPLOY_TOKEN=${MARKER}`);
+    expect(stored["surface/leak.txt"]).toContain(`key=${MARKER}\ntoken ${MARKER}\n`);
+    expect(stored["surface/notes/leak.json"]).toBe(`{"k": "${MARKER}", "t": "${MARKER}"}\n`);
+    for (const text of Object.values(stored))
+      for (const secret of secrets) expect(text).not.toContain(secret);
+
+    // the API serves the stored text: the artifacts route and the trace that mirrors it
+    const served = await api(`/invocations/${invocations[0].id}/artifacts`);
+    expect(served).toContain(MARKER);
+    const trace = await api(`/trace/${id}`);
+    expect(trace).toContain(MARKER);
+    for (const secret of secrets) {
+      expect(served).not.toContain(secret);
+      expect(trace).not.toContain(secret);
+    }
+    // and neither process logged them
+    for (const line of [...worker.output, ...ingress.output])
+      for (const secret of secrets) expect(line).not.toContain(secret);
+  });
+});
