@@ -104,13 +104,34 @@ export class Redactor {
 
   /** `text` with every known value and credential-shaped run of text replaced. */
   redact(text: string): string {
-    return text.replace(this.#pattern, (...args) => {
-      const groups = args.at(-1) as Record<string, string | undefined>;
-      if (groups.known !== undefined) return REDACTED;
-      const index = SHAPES.findIndex((_, i) => groups[`shape${i}`] !== undefined);
-      return SHAPES[index]!.replace(groups);
-    });
+    return this.redactPrefix(text, text.length).text;
   }
+
+  /**
+   * For a text read in pieces: the matches that begin before `end` are replaced (each whole, though
+   * it may run past `end`); the rest is left for the next piece. Returns the redacted text up to
+   * `consumed` (at least `end`), and how many matches were replaced.
+   */
+  redactPrefix(text: string, end: number): { text: string; consumed: number; replaced: number } {
+    let out = "";
+    let from = 0;
+    let replaced = 0;
+    this.#pattern.lastIndex = 0;
+    for (let match = this.#pattern.exec(text); match; match = this.#pattern.exec(text)) {
+      if (match.index >= end) break;
+      out += text.slice(from, match.index) + replacement(match.groups ?? {});
+      from = match.index + match[0].length;
+      replaced++;
+    }
+    const consumed = Math.max(end, from);
+    return { text: out + text.slice(from, consumed), consumed, replaced };
+  }
+}
+
+function replacement(groups: Record<string, string | undefined>): string {
+  if (groups.known !== undefined) return REDACTED;
+  const index = SHAPES.findIndex((_, i) => groups[`shape${i}`] !== undefined);
+  return SHAPES[index]!.replace(groups);
 }
 
 /**

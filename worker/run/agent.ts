@@ -9,7 +9,7 @@ import type { Diagnostic } from "../../shared/diagnostics.ts";
 import { newId } from "../../shared/ids.ts";
 import { invocationTargets } from "../../shared/queues.ts";
 import { runIdentity } from "../event/resolve.ts";
-import { artifactOf, fileArtifact, recordSurface } from "./artifacts.ts";
+import { artifactOf, recordSurface, transcriptArtifact } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
 import { agentTimeout, onTargets, type Unavailable } from "./failover.ts";
 import { assemblePrompt, orchestrationSection, type Prompt } from "./prompt.ts";
@@ -120,11 +120,10 @@ async function runAgentOn(
       transcript,
       token.access,
     ).finally(deadline.clear);
-    const log = await fileArtifact({
-      ...{ invocationId, taskId, path: transcript },
-      name: "transcript",
-      mediaType: "text/plain",
-    });
+    const log = await transcriptArtifact(
+      { ...{ invocationId, taskId, path: transcript }, name: "transcript", mediaType: "text/plain" },
+      run.deps.logger,
+    );
     // the model tokens it used go into the statement that ends the task, whichever way it ended
     const usage = outcome.usage ? { usage: outcome.usage } : {};
     if (outcome.kind === "result") {

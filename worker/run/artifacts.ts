@@ -3,7 +3,8 @@ import { extname, join, relative } from "node:path";
 import type pg from "pg";
 import { type NewArtifact, upsertArtifact } from "../../db/artifacts.ts";
 import { newId } from "../../shared/ids.ts";
-import type { Redactor } from "../../shared/redact.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { redactFileInPlace, replaceFileSync } from "./redact-file.ts";
 import { redactorFor } from "./run-secrets.ts";
 
 /** Stored rendered text is capped: the file at `path` stays the source of truth. */
@@ -34,7 +35,7 @@ function mediaType(path: string): string {
  * secrets. `head`: the file's first bytes, RENDER_LIMIT + REDACT_OVERLAP of them when `size` is larger.
  * Binary content is not stored at all, only named by its size: there is no text to redact.
  */
-function render(head: Buffer, size: number, type: string, redactor: Redactor): string {
+function render(head: Buffer, size: number, type: string, redactor: Redaction): string {
   const isText =
     type.startsWith("text/") || type === "application/json" || !head.subarray(0, 8000).includes(0);
   if (!isText) return `(binary, ${size} bytes)`;
@@ -44,6 +45,12 @@ function render(head: Buffer, size: number, type: string, redactor: Redactor): s
   const kept = Buffer.from(text).subarray(0, RENDER_LIMIT).toString("utf8");
   return `${kept}\n… (truncated, ${size} bytes in total)`;
 }
+
+/** What a file's text is redacted with: its run's redactor, or nothing when it was redacted already. */
+interface Redaction {
+  redact(text: string): string;
+}
+const ALREADY_REDACTED: Redaction = { redact: (text) => text };
 
 interface ArtifactEntry {
   invocationId: string;
@@ -94,7 +101,12 @@ export function artifactOf(entry: ArtifactEntry, content: Buffer): NewArtifact {
   return artifactRow(entry, content.subarray(0, RENDER_LIMIT + REDACT_OVERLAP), content.length);
 }
 
-function artifactRow(entry: ArtifactEntry, head: Buffer, size: number): NewArtifact {
+function artifactRow(
+  entry: ArtifactEntry,
+  head: Buffer,
+  size: number,
+  redaction: Redaction = redactorFor(entry.invocationId),
+): NewArtifact {
   const type = entry.mediaType ?? mediaType(entry.path);
   return {
     id: newId("artifact"),
@@ -105,8 +117,46 @@ function artifactRow(entry: ArtifactEntry, head: Buffer, size: number): NewArtif
     size,
     path: entry.path,
     // every artifact's stored text comes through here, redacted with its run's values
-    rendered: render(head, size, type, redactorFor(entry.invocationId)),
+    rendered: render(head, size, type, redaction),
   };
+}
+
+/**
+ * The agent's transcript as an artifact, its file on disk redacted first: the copy kept for
+ * workspaces.transcriptRetentionDays holds no secret of the run either. A file within what is
+ * stored (the common case) is redacted with its stored text in one pass; a larger one in chunks.
+ * A file that could not be rewritten is logged, and its stored text is redacted all the same.
+ */
+export async function transcriptArtifact(
+  entry: ArtifactEntry,
+  logger: Logger,
+): Promise<NewArtifact | undefined> {
+  let file: { head: Buffer; size: number };
+  try {
+    file = readHead(entry.path);
+  } catch {
+    return undefined; // nothing was written: nothing to record
+  }
+  const redactor = redactorFor(entry.invocationId);
+  try {
+    if (file.head.length === file.size) {
+      const text = file.head.toString("utf8");
+      const redacted = redactor.redact(text);
+      if (redacted === text) return artifactRow(entry, file.head, file.size, ALREADY_REDACTED);
+      const content = Buffer.from(redacted);
+      replaceFileSync(entry.path, content);
+      return artifactRow(entry, content, content.length, ALREADY_REDACTED);
+    }
+    await redactFileInPlace(entry.path, redactor, REDACT_OVERLAP);
+  } catch (error) {
+    logger.warn("the transcript on disk could not be redacted; its stored text is", {
+      event: "artifact.redact_failed",
+      invocation: entry.invocationId,
+      path: entry.path,
+      error: (error as Error).message,
+    });
+  }
+  return fileArtifact(entry);
 }
 
 export async function recordFileArtifact(db: pg.Pool, entry: ArtifactEntry): Promise<void> {

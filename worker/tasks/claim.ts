@@ -17,7 +17,7 @@ import type { Pipeline } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import { laneQueue, type TaskJob } from "../../shared/queues.ts";
 import { taskWorkspace, type Workspace } from "../../shared/workspace-layout.ts";
-import { fileArtifact } from "../run/artifacts.ts";
+import { transcriptArtifact } from "../run/artifacts.ts";
 import { type HeldWatch, watchHeld } from "../run/held-watch.ts";
 import { openRunSecrets, type RunSecrets } from "../run/run-secrets.ts";
 import type { RunDeps } from "../run/types.ts";
@@ -93,13 +93,16 @@ async function runAndRecordTask(
   if (cleanup) await removeCheckout(cleanup).catch(() => {}); // the retention sweep removes what is left
   if (watch.claimLost()) return;
   if (transcript.file) {
-    const artifact = await fileArtifact({
-      invocationId: task.invocationId,
-      taskId: task.id,
-      name: `${task.id}/transcript`,
-      path: transcript.file,
-      mediaType: "text/plain",
-    });
+    const artifact = await transcriptArtifact(
+      {
+        invocationId: task.invocationId,
+        taskId: task.id,
+        name: `${task.id}/transcript`,
+        path: transcript.file,
+        mediaType: "text/plain",
+      },
+      deps.logger,
+    );
     if (artifact) await upsertArtifact(deps.records, artifact);
   }
   await recordTaskEnd(deps, task, pipeline, watch.cancelled() ? { kind: "stopped" } : end);

@@ -2,9 +2,14 @@ import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { migrate } from "../../../db/migrate.ts";
+import { putSecret } from "../../../db/secrets.ts";
+import { createInstanceKey, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { baseFiles, EXECUTABLES } from "../worker/config-fixture.ts";
+import { FakeModelApi } from "../worker/fake-model-api.ts";
+import { orchestrator } from "../worker/orchestration-script.ts";
 import {
   postWebhook,
   type RoleProcess,
@@ -20,6 +25,8 @@ const MODEL_KEY = "sk-model-credential-7f3a9c1e5b";
 /** a secret svc never held, in a shape the rules name (`*_TOKEN=`) */
 const UNKNOWN = "deploy-secret-svc-never-saw-42";
 const MARKER = "[redacted]";
+/** a code-host principal's token, stored encrypted (token_ref): svc learns it only when a task is bound */
+const REVIEWER_TOKEN = "ghs_storedReviewerToken0123456789";
 
 /**
  * The agent of a stranger's pull request: it prints everything it was given (its credential, its run
@@ -41,6 +48,15 @@ printf '{"k": "%s", "t": "%s"}\\n' "$MODEL_KEY" "$SVC_MCP_TOKEN" > "$SURFACE_DIR
 echo '{"ok": true}'
 `;
 
+/** A task of an orchestrated run, bound to a principal: it prints the principal's token and its own run token. */
+const LEAKY_TASK = `#!/bin/sh
+cat > /dev/null
+printf '%s' "$SVC_AGENT_TOKEN" > "$HOME/task-token"
+echo "principal token: $GH_TOKEN (also $GITHUB_TOKEN)"
+echo "task token: $SVC_AGENT_TOKEN"
+echo '{"finding": "none"}'
+`;
+
 describe("hostile: an agent that prints its secrets leaves none in stored artifacts", () => {
   let database: TestDatabase;
   let pool: pg.Pool;
@@ -48,13 +64,23 @@ describe("hostile: an agent that prints its secrets leaves none in stored artifa
   let ingress: RoleProcess;
   let worker: RoleProcess;
   let url: string;
+  const model = new FakeModelApi();
 
   beforeAll(async () => {
     database = await createTestDatabase(inject("adminDatabaseUrl"));
     const files = baseFiles(
       {
-        sources: `    leak-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }`,
-        targets: `  leaky:
+        sources: `    leak-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
+    split-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }`,
+        targets: `  leaky-task: { runtime: command, command: ["./bin/leaky-task"], timeout: 30s }
+  planner:
+    runtime: openai
+    base_url: "\${MODEL_URL}"
+    model: test-model
+    max_turns: 12
+    timeout: 60s
+    credentials: [{ name: a, secret: planner-key-0123456789 }]
+  leaky:
     runtime: command
     command: ["./bin/leaky-agent"]
     timeout: 30s
@@ -72,14 +98,51 @@ trigger:
 targets: [leaky]
 instructions: review the pull request
 `,
+        "pipelines/split.yaml": `version: 1.0.0
+agent: helper
+trigger:
+  webhook: [split-hook]
+targets: [leaky-task]
+instructions: Split the work into tasks and combine what they find.
+orchestrator:
+  strategy: { type: auto }
+  targets: [planner]
+principals:
+  pull-request-reviewer: codehost.principal.42
+`,
+        "skills/review/SKILL.md":
+          "---\nname: review\ndescription: Review one area.\nmetadata:\n  version: 1.0.0\nprincipal: pull-request-reviewer\n---\nReview the area you are given.\n",
       },
+    );
+    files["daemon.yaml"] = files["daemon.yaml"]!.replace(
+      "  token: e2e-codehost-token-unused\n",
+      '  token: e2e-codehost-token-unused\n  principals:\n    "42":\n      token_ref: codehost/principal/42\n',
     );
     files["daemon.yaml"] +=
       `auth:\n  tokens:\n    reader:\n      scopes: ["*"]\n      secret: "\${READER_TOKEN}"\n`;
-    dir = await writeConfigDir({ ...files, "bin/leaky-agent": LEAKY_AGENT }, [
+    dir = await writeConfigDir({ ...files, "bin/leaky-agent": LEAKY_AGENT, "bin/leaky-task": LEAKY_TASK }, [
       ...EXECUTABLES,
       "bin/leaky-agent",
+      "bin/leaky-task",
     ]);
+    // the principal's token is a stored secret, as `svc setup` leaves it
+    await createInstanceKey(join(dir, "instance.key"));
+    pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    await migrate(pool);
+    await putSecret(
+      pool,
+      await readInstanceKey(join(dir, "instance.key")),
+      "codehost/principal/42",
+      REVIEWER_TOKEN,
+    );
+    await model.start();
+    model.answer("planner-key-0123456789", {
+      status: 200,
+      reply: orchestrator(
+        [{ instructions: "review as the reviewer", skill: "review", principal: "pull-request-reviewer" }],
+        (_waited, read) => ({ read: read.map((entry) => entry.json) }),
+      ),
+    });
     const env: Record<string, string> = {
       SVC_CONFIG_DIR: dir,
       SVC_DATABASE_URL: database.url,
@@ -87,6 +150,7 @@ instructions: review the pull request
       LINEAR_SECRET: "unused-linear-secret",
       READER_TOKEN: READER,
       MODEL_KEY,
+      MODEL_URL: model.url,
       HOME: dir,
     };
     const started = await startIngress(env);
@@ -94,13 +158,13 @@ instructions: review the pull request
     url = started.url;
     // the daemon's URL makes the worker write mcp.json and hand out SVC_MCP_TOKEN
     worker = await startWorkerProcess({ ...env, SVC_DAEMON_URL: url });
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
   });
 
   afterAll(async () => {
     await worker?.stop();
     await ingress?.stop();
     await pool?.end();
+    await model.stop();
     await database?.drop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
@@ -142,6 +206,11 @@ instructions: review the pull request
     expect(stored["surface/notes/leak.json"]).toBe(`{"k": "${MARKER}", "t": "${MARKER}"}\n`);
     for (const text of Object.values(stored))
       for (const secret of secrets) expect(text).not.toContain(secret);
+    // the transcript svc keeps on disk (transcriptRetentionDays) is the redacted text too
+    const transcriptRow = artifacts.find((a) => a.name === "transcript")!;
+    const onDisk = await readFile(transcriptRow.path, "utf8");
+    expect(onDisk).toBe(stored.transcript);
+    expect(Number(transcriptRow.size)).toBe(Buffer.byteLength(onDisk));
 
     // the API serves the stored text: the artifacts route and the trace that mirrors it
     const served = await api(`/invocations/${invocations[0].id}/artifacts`);
@@ -155,5 +224,30 @@ instructions: review the pull request
     // and neither process logged them
     for (const line of [...worker.output, ...ingress.output])
       for (const secret of secrets) expect(line).not.toContain(secret);
+  });
+
+  it("an orchestrated task's transcript loses its principal's stored token and its own run token", async () => {
+    const id = await postWebhook(url, "split-hook", HOOK, {});
+    const trigger = await waitForTrigger(pool, id);
+    expect(trigger.status).toBe("completed");
+    const taskToken = await waitFor(
+      async () => (await readFile(join(dir, "task-token"), "utf8").catch(() => "")) || undefined,
+      "the task's copy of its token",
+    );
+    expect(taskToken).toMatch(/^svct_/);
+    const { invocations, artifacts } = await lineage(pool, id);
+    // the task ran bound to the principal and its result went back to the orchestrator
+    expect(invocations[0]).toMatchObject({
+      status: "completed",
+      result: { read: [{ status: "completed", result: { finding: "none" } }] },
+    });
+    const transcript = artifacts.find((a) => /.\/transcript$/.test(a.name));
+    expect(transcript?.rendered).toContain(`principal token: ${MARKER} (also ${MARKER})`);
+    expect(transcript?.rendered).toContain(`task token: ${MARKER}`);
+    const onDisk = await readFile(transcript!.path, "utf8");
+    const served = await api(`/invocations/${invocations[0].id}/artifacts`);
+    for (const text of [...artifacts.map((a) => a.rendered as string), onDisk, served])
+      for (const secret of [REVIEWER_TOKEN, taskToken]) expect(text).not.toContain(secret);
+    for (const line of [...worker.output, ...ingress.output]) expect(line).not.toContain(REVIEWER_TOKEN);
   });
 });
