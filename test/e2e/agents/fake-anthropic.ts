@@ -40,6 +40,11 @@ export class FakeAnthropic extends LoopbackModel {
     return typeof key === "string" ? key : (request.headers.authorization ?? "").replace(/^Bearer /, "");
   }
 
+  protected cwdOf(text: string): string | undefined {
+    // Claude Code's system prompt: "Primary working directory: <path>" (a JSON string here)
+    return /Primary working directory: ([^\\"]+)/.exec(text)?.[1];
+  }
+
   protected answer(request: SeenRequest, response: ServerResponse): void {
     const behaviour = this.behaviourOf(request.key) ?? { kind: "error", status: 401 };
     if (behaviour.kind === "error") {
@@ -63,8 +68,11 @@ export class FakeAnthropic extends LoopbackModel {
     const called = calledTools((body.messages ?? []) as Message[]);
     const note = offeredTool(tools, "submit_note");
     const structured = tools.find((name) => name === "StructuredOutput");
+    const scripted = this.scriptedCall(behaviour, toolResults((body.messages ?? []) as Message[]), request);
     let block: Block;
-    if (note && !called.has(note)) {
+    if (scripted) {
+      block = { type: "tool_use", id: this.#id("toolu"), name: scripted.name, input: scripted.input };
+    } else if (note && !called.has(note)) {
       block = { type: "tool_use", id: this.#id("toolu"), name: note, input: behaviour.note };
     } else if (structured && !called.has(structured) && typeof behaviour.result !== "string") {
       block = { type: "tool_use", id: this.#id("toolu"), name: structured, input: behaviour.result };
@@ -124,6 +132,16 @@ export class FakeAnthropic extends LoopbackModel {
     this.#ids += 1;
     return `${prefix}_fake${String(this.#ids).padStart(6, "0")}`;
   }
+}
+
+/** How many tool results the conversation holds: the scripted calls already answered. */
+function toolResults(messages: Message[]): number {
+  let count = 0;
+  for (const message of messages) {
+    if (typeof message.content === "string") continue;
+    count += message.content.filter((block) => block.type === "tool_result").length;
+  }
+  return count;
 }
 
 /** The tools the conversation already called and got a result from. */

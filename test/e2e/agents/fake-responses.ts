@@ -47,6 +47,11 @@ export class FakeResponses extends LoopbackModel {
     return (request.headers.authorization ?? "").replace(/^Bearer /, "");
   }
 
+  protected cwdOf(text: string): string | undefined {
+    // Codex's environment context: <cwd><path></cwd>
+    return /<cwd>([^<]+)<\/cwd>/.exec(text)?.[1];
+  }
+
   protected answer(request: SeenRequest, response: ServerResponse): void {
     const behaviour = this.behaviourOf(request.key) ?? { kind: "error", status: 401 };
     if (behaviour.kind === "error") {
@@ -61,10 +66,20 @@ export class FakeResponses extends LoopbackModel {
       return;
     }
     const body = request.body ?? {};
-    const called = calledTools((body.input ?? []) as InputItem[]);
+    const input = (body.input ?? []) as InputItem[];
     const note = findTool((body.tools ?? []) as Tool[], "submit_note");
-    const item: Item =
-      note && !called.has(note.name)
+    const called = calledTools(input);
+    const answered = input.filter((item) => item.type === "function_call_output").length;
+    const scripted = this.scriptedCall(behaviour, answered, request);
+    const item: Item = scripted
+      ? {
+          type: "function_call",
+          id: this.#id("fc"),
+          callId: this.#id("call"),
+          name: scripted.name,
+          args: JSON.stringify(scripted.input),
+        }
+      : note && !called.has(note.name)
         ? {
             type: "function_call",
             id: this.#id("fc"),

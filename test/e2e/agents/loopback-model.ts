@@ -8,11 +8,22 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 export type Behaviour =
   | {
       kind: "script";
+      /** built-in tool calls the model makes first, one per turn, in order (an attack's reads) */
+      calls?: ScriptedCall[];
       note: { title: string; body: string; tags?: string[] };
       /** the final answer: an object fitting result.schema, or text that is no JSON at all */
       result: Record<string, unknown> | string;
     }
   | { kind: "error"; status: 401 | 403 | 429 | 500 | 529; retryAfter?: string };
+
+/**
+ * A call of one of the CLI's own tools by its name as offered (`Read`, `exec_command`, …) with its
+ * arguments; `{cwd}` in them stands for the working directory the CLI told the model it runs in.
+ */
+export interface ScriptedCall {
+  name: string;
+  input: Record<string, unknown>;
+}
 
 /** One request as the fake received it. */
 export interface SeenRequest {
@@ -57,6 +68,21 @@ export abstract class LoopbackModel {
     return this.requests.filter((r) => r.key === key && (!path || r.path.startsWith(path)));
   }
 
+  /** The `index`th scripted call of `behaviour`, with `{cwd}` filled in from what the CLI sent. */
+  protected scriptedCall(
+    behaviour: Behaviour,
+    index: number,
+    request: SeenRequest,
+  ): ScriptedCall | undefined {
+    const call = behaviour.kind === "script" ? behaviour.calls?.[index] : undefined;
+    if (!call) return undefined;
+    const cwd = this.cwdOf(request.text) ?? "/nonexistent-cwd";
+    const escaped = JSON.stringify(cwd).slice(1, -1);
+    return JSON.parse(JSON.stringify(call).split("{cwd}").join(escaped)) as ScriptedCall;
+  }
+
+  /** The working directory the CLI states in its prompt, read as a model reads it. */
+  protected abstract cwdOf(text: string): string | undefined;
   protected abstract keyOf(request: IncomingMessage): string;
   protected abstract answer(request: SeenRequest, response: ServerResponse): void;
 
