@@ -68,6 +68,8 @@ async function alone(runtime: AgentCliRuntime, fake: LoopbackModel, target: Agen
     target,
     pipeline: { result: { schema: SCHEMA } },
     prompt,
+    // the CLI runs in RUN_DIR here: there is no worktree without svc
+    cwd: runDir,
     runDir,
     home,
     access,
@@ -79,7 +81,7 @@ async function alone(runtime: AgentCliRuntime, fake: LoopbackModel, target: Agen
   const spawned = wallMs();
   const outcome = await runHere({
     argv: launch.argv,
-    cwd: runDir,
+    cwd: context.cwd,
     env: cliEnvironment(runEnv, home, access, launch.env),
     stdin: launch.stdin,
     logFile: join(runDir, "transcript.log"),

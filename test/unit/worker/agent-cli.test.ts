@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -129,9 +129,18 @@ describe("agent CLI runtimes: how the CLI is started", () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
-  const launchContext = async (runtime: AgentCliTarget["runtime"], agentAccess?: "read" | "edit") => {
-    const runDir = await mkdtemp(join(tmpdir(), "svc-agent-cli-launch-"));
-    dirs.push(runDir);
+  const launchContext = async (
+    runtime: AgentCliTarget["runtime"],
+    agentAccess?: "read" | "edit",
+    sandboxed = false,
+  ) => {
+    const root = await mkdtemp(join(tmpdir(), "svc-agent-cli-launch-"));
+    dirs.push(root);
+    const runDir = join(root, "run");
+    const cwd = join(root, "checkout");
+    await mkdir(runDir);
+    await mkdir(cwd);
+    await writeFile(join(root, "instance.key"), "beside the worktree\n");
     const target: AgentCliTarget = {
       ...{ name: "t", runtime, model: "m", timeoutMs: 1_000, maxTurns: 7 },
       credentials: [{ name: "k", secret: { kind: "inline", value: "sk-secret-key" } }],
@@ -142,8 +151,12 @@ describe("agent CLI runtimes: how the CLI is started", () => {
       env: { SVC_MCP_CONFIG: join(runDir, "mcp.json"), SVC_MCP_TOKEN: "svct_run_token" },
     };
     const context: CliContext = {
-      ...{ target, runDir, home: join(runDir, "agent-home"), access, runEnv: {}, key: "sk-secret-key" },
-      pipeline: { result: { schema: { type: "object" } }, ...(agentAccess ? { agentAccess } : {}) },
+      ...{ target, cwd, runDir, home: join(runDir, "agent-home"), access, runEnv: {}, key: "sk-secret-key" },
+      pipeline: {
+        result: { schema: { type: "object" } },
+        ...(agentAccess ? { agentAccess } : {}),
+        ...(sandboxed ? { sandbox: { image: "agent:default", mounts: [] } } : {}),
+      },
       prompt: { system: "persona", user: "do it" },
     };
     return context;
@@ -165,8 +178,58 @@ describe("agent CLI runtimes: how the CLI is started", () => {
     }
   });
 
-  it("codex: the sandbox of the access level, svc's server pre-approved, key and token only in the environment", async () => {
+  it("claude-code on the host: settings that block reads and writes outside the worktree, deny what is beside it, and turn hooks off", async () => {
+    const context = await launchContext("claude-code", "edit");
+    const launch = await claudeCode.launch(context);
+    const file = join(context.runDir, "claude-settings.json");
+    expect(launch.argv.join(" ")).toContain(`--settings ${file}`);
+    expect(launch.argv[launch.argv.indexOf("--setting-sources") + 1]).toBe("");
+    const settings = JSON.parse(await readFile(file, "utf8"));
+    const root = join(context.cwd, "..");
+    expect(settings).toMatchObject({
+      disableAllHooks: true,
+      permissions: {
+        blockReadsOutsideWorkingDirectories: true,
+        blockWritesOutsideWorkingDirectories: true,
+        additionalDirectories: [],
+        allow: [`Read(/${context.cwd}/**)`, `Edit(/${context.cwd}/**)`],
+      },
+    });
+    const deny: string[] = settings.permissions.deny;
+    for (const beside of [join(root, "instance.key"), context.runDir, "/etc"])
+      expect(deny).toEqual(
+        expect.arrayContaining([`Read(/${beside})`, `Read(/${beside}/**)`, `Edit(/${beside}/**)`]),
+      );
+    // the worktree and the directories above it are never denied: that would refuse the worktree itself
+    for (const rule of deny) {
+      const path = rule.replace(/^\w+\(\/|(\/\*\*)?\)$/g, "");
+      expect(context.cwd === path || context.cwd.startsWith(`${path}/`), rule).toBe(false);
+    }
+    const sandboxed = await claudeCode.launch(await launchContext("claude-code", "read", true));
+    expect(sandboxed.argv).not.toContain("--settings");
+  });
+
+  it("codex on the host: svc's permission profile shows it the worktree only; in svc's container, --sandbox", async () => {
     const read = await codex.launch(await launchContext("codex"));
+    expect(read.argv).not.toContain("--sandbox");
+    expect(read.argv).toEqual(
+      expect.arrayContaining([
+        'default_permissions="svc"',
+        'permissions.svc.filesystem={":minimal"="read",":workspace_roots"={"."="read"}}',
+        "permissions.svc.network={enabled=false}",
+      ]),
+    );
+    const edit = await codex.launch(await launchContext("codex", "edit"));
+    expect(edit.argv.join(" ")).toContain(
+      `":workspace_roots"={"."="write",".git"="read",".codex"="read",".agents"="read"}`,
+    );
+    const boxed = await codex.launch(await launchContext("codex", "read", true));
+    expect(boxed.argv.join(" ")).toContain("--sandbox read-only");
+    expect(boxed.argv.join(" ")).not.toContain("default_permissions");
+  });
+
+  it("codex: the sandbox of the access level, svc's server pre-approved, key and token only in the environment", async () => {
+    const read = await codex.launch(await launchContext("codex", "read", true));
     expect(read.argv.join(" ")).toContain("--sandbox read-only");
     expect(read.argv).toEqual(
       expect.arrayContaining([
@@ -174,7 +237,7 @@ describe("agent CLI runtimes: how the CLI is started", () => {
         'mcp_servers.svc.default_tools_approval_mode="approve"',
       ]),
     );
-    const edit = await codex.launch(await launchContext("codex", "edit"));
+    const edit = await codex.launch(await launchContext("codex", "edit", true));
     expect(edit.argv.join(" ")).toContain("--sandbox workspace-write");
     expect(edit.env.OPENAI_API_KEY).toBe("sk-secret-key");
     for (const launch of [read, edit]) {

@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { lastJsonObject } from "../../run/result-check.ts";
 import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
+import { claudeCodeSettings } from "./confinement.ts";
 import { standaloneSchema } from "./result-schema.ts";
 
 /** Claude Code's built-in tools per `agent_access`: reading and searching, and file edits. */
@@ -13,7 +14,9 @@ const BUILT_IN = { read: ["Read", "Grep", "Glob"], edit: ["Read", "Grep", "Glob"
  * structured-output mode (`--json-schema`). Only svc's MCP server (`--mcp-config` with the run
  * token, `--strict-mcp-config`) and the built-in tools of the pipeline's `agent_access` are
  * available, all pre-approved; anything else is refused without a prompt (`dontAsk`). No settings
- * file is read (`--setting-sources ""`): a repository's `.claude/settings.json` cannot add hooks.
+ * file is read (`--setting-sources ""`): a repository's `.claude/settings.json` cannot add hooks or
+ * widen permissions. On the host, svc's own settings (`--settings RUN_DIR/claude-settings.json`,
+ * confinement.ts) keep the file tools inside the worktree and turn hooks off.
  */
 export const claudeCode: AgentCli = {
   command: "claude",
@@ -27,6 +30,14 @@ export const claudeCode: AgentCli = {
     argv.push("--tools", builtIn.join(","), "--allowedTools", [...svcTools, ...builtIn].join(","));
     argv.push("--permission-mode", "dontAsk", "--strict-mcp-config");
     if (access.env.SVC_MCP_CONFIG) argv.push("--mcp-config", access.env.SVC_MCP_CONFIG);
+    if (!pipeline.sandbox) {
+      const file = join(context.runDir, "claude-settings.json");
+      const settings = await claudeCodeSettings(context.cwd, pipeline.agentAccess ?? "read");
+      // a file, not an argument: the deny rules name every path beside the worktree's parents,
+      // which on a busy host can pass the kernel's limit for one argument
+      await writeFile(file, JSON.stringify(settings, null, 2), { mode: 0o600 });
+      argv.push("--settings", file);
+    }
     if (prompt.system) {
       const file = join(context.runDir, "system-prompt.md");
       await writeFile(file, prompt.system);

@@ -6,8 +6,11 @@ import type { TokenUsage } from "../outcome.ts";
 /** Everything one CLI attempt is launched from. */
 export interface CliContext {
   target: AgentCliTarget;
-  pipeline: Pick<Pipeline, "result" | "agentAccess">;
+  /** `sandbox` decides whether the CLI is confined to the worktree by its own means (confinement.ts) */
+  pipeline: Pick<Pipeline, "result" | "agentAccess" | "sandbox">;
   prompt: Prompt;
+  /** the worktree: the CLI runs there, and on the host it may read nothing else */
+  cwd: string;
   runDir: string;
   /** the private HOME of this attempt (isolation.ts) */
   home: string;

@@ -3,12 +3,13 @@ import { join } from "node:path";
 import { promptText } from "../../run/prompt.ts";
 import { lastJsonObject } from "../../run/result-check.ts";
 import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
+import { codexInstall, codexPermissions } from "./confinement.ts";
 import { standaloneSchema } from "./result-schema.ts";
 
 export const DEFAULT_BASE_URL = "https://api.openai.com/v1";
 /** The provider's `env_key`: the variable Codex reads the credential from. */
 const KEY_VARIABLE = "OPENAI_API_KEY";
-/** Codex's sandbox for its shell and file tools, per `agent_access`. */
+/** Codex's legacy sandbox for its shell and file tools inside svc's container, per `agent_access`. */
 const SANDBOX = { read: "read-only", edit: "workspace-write" };
 
 /** A TOML basic string: JSON's escapes are TOML's. */
@@ -21,6 +22,8 @@ const toml = (value: string) => JSON.stringify(value);
  * `bearer_token_env_var` (SVC_MCP_TOKEN): neither is on the command line. svc's server, and only
  * it, is pre-approved (`default_tools_approval_mode = "approve"`), because `exec` refuses any
  * call that needs approval. The result comes from `--output-schema` / `--output-last-message`.
+ * On the host its commands run under svc's permission profile (confinement.ts), which shows them
+ * the worktree and the system's base files only; in svc's container, under `--sandbox`.
  */
 export const codex: AgentCli = {
   command: "codex",
@@ -61,7 +64,12 @@ export const codex: AgentCli = {
     }
     const argv = [target.bin ?? this.command, "exec", "--json", "--skip-git-repo-check", "--ephemeral"];
     argv.push("--ignore-rules", "--color", "never", "-m", target.model);
-    argv.push("--sandbox", SANDBOX[pipeline.agentAccess ?? "read"]);
+    const agentAccess = pipeline.agentAccess ?? "read";
+    if (pipeline.sandbox) argv.push("--sandbox", SANDBOX[agentAccess]);
+    else {
+      const install = await codexInstall(argv[0]!, context.runEnv.PATH);
+      overrides.push(...codexPermissions(agentAccess, install));
+    }
     for (const override of overrides) argv.push("-c", override);
     argv.push("--output-last-message", lastMessage);
     if (pipeline.result) {

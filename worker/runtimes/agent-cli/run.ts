@@ -16,7 +16,7 @@ import { cliEnvironment, freshHome } from "./isolation.ts";
 
 export interface AgentCliRunInput {
   target: AgentCliTarget;
-  pipeline: Pick<Pipeline, "result" | "agentAccess">;
+  pipeline: Pick<Pipeline, "result" | "agentAccess" | "sandbox">;
   prompt: Prompt;
   /** the worktree: the CLI runs there */
   cwd: string;
