@@ -68,8 +68,9 @@ async function alone(runtime: AgentCliRuntime, fake: LoopbackModel, target: Agen
     target,
     pipeline: { result: { schema: SCHEMA } },
     prompt,
-    // the CLI runs in RUN_DIR here: there is no worktree without svc
+    // the CLI runs in RUN_DIR here: there is no worktree or configuration directory without svc
     cwd: runDir,
+    configDir: runDir,
     runDir,
     home,
     access,

@@ -98,7 +98,7 @@ export function startRuntime(
     default:
       return runAgentCli({
         ...{ ...common, target, prompt, engine },
-        ...{ cwd: paths.checkout, runDir: paths.runDir },
+        ...{ cwd: paths.checkout, runDir: paths.runDir, configDir: deps.config.dir },
         pipeline: agent.pipeline,
         runEnv: agent.env,
         access: token,

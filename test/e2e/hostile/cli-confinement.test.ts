@@ -1,7 +1,8 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
+import { accessSync, constants } from "node:fs";
 import { mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { AgentCliRuntime } from "../../../shared/agent-clis/pins.ts";
@@ -11,13 +12,7 @@ import { createTestDatabase, type TestDatabase } from "../../support/database.ts
 import { FakeAnthropic } from "../agents/fake-anthropic.ts";
 import { FakeResponses } from "../agents/fake-responses.ts";
 import type { LoopbackModel, ScriptedCall } from "../agents/loopback-model.ts";
-import {
-  postWebhook,
-  type RoleProcess,
-  startIngress,
-  startWorkerProcess,
-  writeConfigDir,
-} from "../worker/processes.ts";
+import { postWebhook, type RoleProcess, startIngress, startWorkerProcess } from "../worker/processes.ts";
 
 /**
  * A prompt-injected agent CLI on the worker's host (no `sandbox` on the pipeline) tries to read
@@ -135,31 +130,50 @@ function toolResults(runtime: AgentCliRuntime, fake: LoopbackModel): { text: str
     .map((block) => ({ text: JSON.stringify(block.content), isError: block.is_error === true }));
 }
 
-describe("hostile: an unsandboxed agent CLI reads nothing outside its worktree", { timeout: 180_000 }, () => {
-  const fakes = { "claude-code": new FakeAnthropic(), codex: new FakeResponses() };
-  let database: TestDatabase;
-  let pool: pg.Pool;
-  let dir: string;
-  let home: string;
-  let marker: string;
-  let ingress: RoleProcess;
-  let worker: RoleProcess;
-  let url: string;
+/** Whether this test may make its configuration directory under /etc (it runs as root). */
+function etcWritable(): boolean {
+  try {
+    accessSync("/etc", constants.W_OK);
+    return true;
+  } catch {
+    return false; // not root: the /etc layout is skipped, and says so in the test report
+  }
+}
 
-  beforeAll(async () => {
-    const bins = {
-      "claude-code": await installPinnedCli("claude-code"),
-      codex: await installPinnedCli("codex"),
-    };
-    await Promise.all([fakes["claude-code"].start(), fakes.codex.start()]);
-    const script = (calls: ScriptedCall[]) =>
-      ({ kind: "script", calls, note: NOTE, result: SUMMARY }) as const;
-    fakes["claude-code"].behave(KEYS["claude-code"], script(CLAUDE_CALLS));
-    fakes.codex.behave(KEYS.codex, script(CODEX_CALLS));
-    database = await createTestDatabase(inject("adminDatabaseUrl"));
-    home = await mkdtemp(join(tmpdir(), "svc-hostile-home-"));
-    dir = await writeConfigDir({
-      "daemon.yaml": `# ${CANARY.daemon}
+describeConfinement("its configuration directory in the temporary directory", tmpdir());
+// the documented layout (/etc/svc/config): Codex's sandbox shows /etc unless svc hides the directory
+describe.skipIf(!etcWritable())("as root", () =>
+  describeConfinement("its configuration directory under /etc, which Codex's :minimal shows", "/etc"),
+);
+
+function describeConfinement(layout: string, parent: string) {
+  describe(`hostile: an unsandboxed agent CLI reads nothing outside its worktree (${layout})`, {
+    timeout: 180_000,
+  }, () => {
+    const fakes = { "claude-code": new FakeAnthropic(), codex: new FakeResponses() };
+    let database: TestDatabase;
+    let pool: pg.Pool;
+    let dir: string;
+    let home: string;
+    let marker: string;
+    let ingress: RoleProcess;
+    let worker: RoleProcess;
+    let url: string;
+
+    beforeAll(async () => {
+      const bins = {
+        "claude-code": await installPinnedCli("claude-code"),
+        codex: await installPinnedCli("codex"),
+      };
+      await Promise.all([fakes["claude-code"].start(), fakes.codex.start()]);
+      const script = (calls: ScriptedCall[]) =>
+        ({ kind: "script", calls, note: NOTE, result: SUMMARY }) as const;
+      fakes["claude-code"].behave(KEYS["claude-code"], script(CLAUDE_CALLS));
+      fakes.codex.behave(KEYS.codex, script(CODEX_CALLS));
+      database = await createTestDatabase(inject("adminDatabaseUrl"));
+      home = await mkdtemp(join(tmpdir(), "svc-hostile-home-"));
+      dir = await configDirIn(parent, {
+        "daemon.yaml": `# ${CANARY.daemon}
 webhooks:
   sources:
     claude-code-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
@@ -171,83 +185,94 @@ ask:
 worker:
   concurrency: 2
 `,
-      "agents/reviewer/PERSONA.md": "---\nname: reviewer\ndescription: Reviews.\n---\nYou review.\n",
+        "agents/reviewer/PERSONA.md": "---\nname: reviewer\ndescription: Reviews.\n---\nYou review.\n",
+      });
+      marker = join(dir, "something-fired");
+      const repo = await hostileRepository(dir, marker);
+      await mkdir(join(dir, "pipelines"));
+      for (const runtime of ["claude-code", "codex"] as const)
+        await writeFile(join(dir, "pipelines", `${runtime}.yaml`), pipelineFile(runtime, repo));
+      const env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: database.url, HOME: home, HOOK_TOKEN };
+      const keys = { KEY_CLAUDE: KEYS["claude-code"], KEY_CODEX: KEYS.codex };
+      const started = await startIngress({ ...env, ...keys });
+      ingress = started.role;
+      url = started.url;
+      worker = await startWorkerProcess({ ...env, ...keys, SVC_DAEMON_URL: url });
+      pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    }, 600_000);
+
+    afterAll(async () => {
+      await worker?.stop();
+      await ingress?.stop();
+      await Promise.all([fakes["claude-code"].stop(), fakes.codex.stop()]);
+      await pool?.end();
+      await database?.drop();
+      if (dir) await rm(dir, { recursive: true, force: true });
+      if (home) await rm(home, { recursive: true, force: true });
     });
-    marker = join(dir, "something-fired");
-    const repo = await hostileRepository(dir, marker);
-    await mkdir(join(dir, "pipelines"));
-    for (const runtime of ["claude-code", "codex"] as const)
-      await writeFile(join(dir, "pipelines", `${runtime}.yaml`), pipelineFile(runtime, repo));
-    const env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: database.url, HOME: home, HOOK_TOKEN };
-    const keys = { KEY_CLAUDE: KEYS["claude-code"], KEY_CODEX: KEYS.codex };
-    const started = await startIngress({ ...env, ...keys });
-    ingress = started.role;
-    url = started.url;
-    worker = await startWorkerProcess({ ...env, ...keys, SVC_DAEMON_URL: url });
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
-  }, 600_000);
 
-  afterAll(async () => {
-    await worker?.stop();
-    await ingress?.stop();
-    await Promise.all([fakes["claude-code"].stop(), fakes.codex.stop()]);
-    await pool?.end();
-    await database?.drop();
-    if (dir) await rm(dir, { recursive: true, force: true });
-    if (home) await rm(home, { recursive: true, force: true });
-  });
+    for (const runtime of ["claude-code", "codex"] as const) {
+      it(`${runtime}: every read outside the worktree is refused; the canaries, the key and the run token reach neither the model, the transcript nor the result`, async () => {
+        const fake = fakes[runtime];
+        const id = await postWebhook(url, `${runtime}-hook`, HOOK_TOKEN, {});
+        const trigger = await waitForTrigger(pool, id);
+        const { workloads, invocations, artifacts } = await lineage(pool, id);
+        const transcript = String(artifacts.find((artifact) => artifact.name === "transcript")?.rendered);
+        // the run ended as it should: the agent kept working inside the worktree and with svc's tools
+        expect(trigger.status, transcript).toBe("completed");
+        expect(invocations[0].result).toEqual(SUMMARY);
+        const notes = await pool.query("SELECT title FROM svc.notes WHERE invocation_id = $1", [
+          invocations[0].id,
+        ]);
+        expect(notes.rows).toEqual([{ title: NOTE.title }]);
+        // the attack did run: the file beside the worktree was there to be read
+        const checkout = join(dir, "workspaces", workloads[0].id, "checkout");
+        expect(await readFile(join(checkout, "..", "secret.txt"), "utf8")).toContain(CANARY.beside);
+        const token = JSON.parse(
+          await readFile(
+            join(dir, "workspaces", workloads[0].id, invocations[0].id, "run", "mcp.json"),
+            "utf8",
+          ),
+        ).mcpServers.svc.headers.Authorization.replace("Bearer ", "");
 
-  for (const runtime of ["claude-code", "codex"] as const) {
-    it(`${runtime}: every read outside the worktree is refused; the canaries, the key and the run token reach neither the model, the transcript nor the result`, async () => {
-      const fake = fakes[runtime];
-      const id = await postWebhook(url, `${runtime}-hook`, HOOK_TOKEN, {});
-      const trigger = await waitForTrigger(pool, id);
-      const { workloads, invocations, artifacts } = await lineage(pool, id);
-      const transcript = String(artifacts.find((artifact) => artifact.name === "transcript")?.rendered);
-      // the run ended as it should: the agent kept working inside the worktree and with svc's tools
-      expect(trigger.status, transcript).toBe("completed");
-      expect(invocations[0].result).toEqual(SUMMARY);
-      const notes = await pool.query("SELECT title FROM svc.notes WHERE invocation_id = $1", [
-        invocations[0].id,
-      ]);
-      expect(notes.rows).toEqual([{ title: NOTE.title }]);
-      // the attack did run: the file beside the worktree was there to be read
-      const checkout = join(dir, "workspaces", workloads[0].id, "checkout");
-      expect(await readFile(join(checkout, "..", "secret.txt"), "utf8")).toContain(CANARY.beside);
-      const token = JSON.parse(
-        await readFile(
-          join(dir, "workspaces", workloads[0].id, invocations[0].id, "run", "mcp.json"),
-          "utf8",
-        ),
-      ).mcpServers.svc.headers.Authorization.replace("Bearer ", "");
-
-      const calls = runtime === "codex" ? CODEX_CALLS : CLAUDE_CALLS;
-      const results = toolResults(runtime, fake);
-      expect(results.length, transcript).toBeGreaterThanOrEqual(calls.length);
-      const outside = results.slice(0, calls.length - 1);
-      for (const [index, result] of outside.entries()) {
-        const call = JSON.stringify(calls[index]);
-        if (runtime === "claude-code") {
-          // Claude Code answers each call with a refusal naming the block or the denial
-          expect(result.isError, `${call} → ${result.text}`).toBe(true);
-          expect(result.text, call).toMatch(/outside|denied/);
-        } else if (/^\{"name":"exec_command","input":\{"cmd":"cat /.test(call)) {
-          // in Codex's sandbox the paths outside the worktree do not exist
-          expect(result.text, call).toContain("No such file or directory");
+        const calls = runtime === "codex" ? CODEX_CALLS : CLAUDE_CALLS;
+        const results = toolResults(runtime, fake);
+        expect(results.length, transcript).toBeGreaterThanOrEqual(calls.length);
+        const outside = results.slice(0, calls.length - 1);
+        for (const [index, result] of outside.entries()) {
+          const call = JSON.stringify(calls[index]);
+          if (runtime === "claude-code") {
+            // Claude Code answers each call with a refusal naming the block or the denial
+            expect(result.isError, `${call} → ${result.text}`).toBe(true);
+            expect(result.text, call).toMatch(/outside|denied/);
+          } else if (/^\{"name":"exec_command","input":\{"cmd":"cat /.test(call)) {
+            // in Codex's sandbox the paths outside the worktree do not exist
+            expect(result.text, call).toContain("No such file or directory");
+          }
         }
-      }
-      expect(results[calls.length - 1]?.text).toContain(INSIDE);
+        expect(results[calls.length - 1]?.text).toContain(INSIDE);
 
-      const leaks = [CANARY.daemon, CANARY.beside, KEYS[runtime], token];
-      const sent = fake.requests.map((request) => request.text).join("\n");
-      const result = JSON.stringify(invocations[0].result);
-      for (const secret of leaks) {
-        expect(sent, `the model received ${secret}`).not.toContain(secret);
-        expect(transcript, `the transcript holds ${secret}`).not.toContain(secret);
-        expect(result).not.toContain(secret);
-      }
-      // neither the repository's hook nor its Codex MCP server ran
-      await expect(stat(marker)).rejects.toThrow();
-    });
+        const leaks = [CANARY.daemon, CANARY.beside, KEYS[runtime], token];
+        const sent = fake.requests.map((request) => request.text).join("\n");
+        const result = JSON.stringify(invocations[0].result);
+        for (const secret of leaks) {
+          expect(sent, `the model received ${secret}`).not.toContain(secret);
+          expect(transcript, `the transcript holds ${secret}`).not.toContain(secret);
+          expect(result).not.toContain(secret);
+        }
+        // neither the repository's hook nor its Codex MCP server ran
+        await expect(stat(marker)).rejects.toThrow();
+      });
+    }
+  });
+}
+
+/** A configuration directory under `parent`, laid out as operators keep it. */
+async function configDirIn(parent: string, files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(parent, "svc-e2e-hostile-"));
+  for (const [path, text] of Object.entries(files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text);
   }
-});
+  return dir;
+}

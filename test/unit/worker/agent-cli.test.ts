@@ -6,6 +6,7 @@ import type { AgentCliTarget } from "../../../shared/config/types.ts";
 import { claudeCode } from "../../../worker/runtimes/agent-cli/claude-code.ts";
 import type { CliContext } from "../../../worker/runtimes/agent-cli/cli.ts";
 import { codex } from "../../../worker/runtimes/agent-cli/codex.ts";
+import { codexPermissions } from "../../../worker/runtimes/agent-cli/confinement.ts";
 import { standaloneSchema } from "../../../worker/runtimes/agent-cli/result-schema.ts";
 
 const lines = (...events: unknown[]) => events.map((event) => JSON.stringify(event)).join("\n");
@@ -151,7 +152,8 @@ describe("agent CLI runtimes: how the CLI is started", () => {
       env: { SVC_MCP_CONFIG: join(runDir, "mcp.json"), SVC_MCP_TOKEN: "svct_run_token" },
     };
     const context: CliContext = {
-      ...{ target, cwd, runDir, home: join(runDir, "agent-home"), access, runEnv: {}, key: "sk-secret-key" },
+      ...{ target, cwd, configDir: root, runDir, home: join(runDir, "agent-home"), access, runEnv: {} },
+      key: "sk-secret-key",
       pipeline: {
         result: { schema: { type: "object" } },
         ...(agentAccess ? { agentAccess } : {}),
@@ -226,6 +228,26 @@ describe("agent CLI runtimes: how the CLI is started", () => {
     const boxed = await codex.launch(await launchContext("codex", "read", true));
     expect(boxed.argv.join(" ")).toContain("--sandbox read-only");
     expect(boxed.argv.join(" ")).not.toContain("default_permissions");
+  });
+
+  it("codex on the host, its configuration directory under /etc (which :minimal shows): all of it hidden, the worktree opened again", () => {
+    const paths = {
+      worktree: "/etc/svc/config/workspaces/run_1/checkout",
+      configDir: "/etc/svc/config",
+      install: "/usr/lib/node_modules",
+    };
+    const filesystem = (access: "read" | "edit") =>
+      codexPermissions(paths, access).find((override) => override.includes(".filesystem="));
+    expect(filesystem("read")).toBe(
+      'permissions.svc.filesystem={":minimal"="read","/etc/svc/config"="none","/etc/svc/config/workspaces/run_1/checkout"="write","/usr/lib/node_modules"="read"}',
+    );
+    expect(filesystem("edit")).toContain(
+      '"/etc/svc/config/workspaces/run_1/checkout"="write","/etc/svc/config/workspaces/run_1/checkout/.git"="read"',
+    );
+    // elsewhere the worktree is Codex's workspace root, read-only for `read`
+    const elsewhere = { ...paths, worktree: "/srv/svc/workspaces/run_1/checkout", configDir: "/srv/svc" };
+    expect(codexPermissions(elsewhere, "read").join(" ")).toContain('":workspace_roots"={"."="read"}');
+    expect(codexPermissions(elsewhere, "read").join(" ")).not.toContain("none");
   });
 
   it("codex: the sandbox of the access level, svc's server pre-approved, key and token only in the environment", async () => {

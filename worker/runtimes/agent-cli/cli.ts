@@ -11,6 +11,8 @@ export interface CliContext {
   prompt: Prompt;
   /** the worktree: the CLI runs there, and on the host it may read nothing else */
   cwd: string;
+  /** the configuration directory, which holds the worktree (shared/workspace-layout.ts) */
+  configDir: string;
   runDir: string;
   /** the private HOME of this attempt (isolation.ts) */
   home: string;

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promptText } from "../../run/prompt.ts";
 import { lastJsonObject } from "../../run/result-check.ts";
@@ -67,8 +67,12 @@ export const codex: AgentCli = {
     const agentAccess = pipeline.agentAccess ?? "read";
     if (pipeline.sandbox) argv.push("--sandbox", SANDBOX[agentAccess]);
     else {
-      const install = await codexInstall(argv[0]!, context.runEnv.PATH);
-      overrides.push(...codexPermissions(agentAccess, install));
+      const paths = {
+        worktree: await realpath(context.cwd),
+        configDir: await realpath(context.configDir),
+        install: await codexInstall(argv[0]!, context.runEnv.PATH),
+      };
+      overrides.push(...codexPermissions(paths, agentAccess));
     }
     for (const override of overrides) argv.push("-c", override);
     argv.push("--output-last-message", lastMessage);

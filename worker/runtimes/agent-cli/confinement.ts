@@ -68,19 +68,52 @@ async function pathsBeside(root: string): Promise<string[]> {
 export const CODEX_PROFILE = "svc";
 
 /**
- * Codex's permission profile (`default_permissions`), as `-c` overrides: its shell commands run in
- * its own sandbox (bubblewrap and seccomp on Linux, Seatbelt on macOS) where only the system's
- * base files (`:minimal`), the worktree (its workspace root; writable for `edit`, its `.git` kept
- * read-only) and Codex's own install (it re-executes itself as the sandbox helper) exist; every
- * other path, the config directory and RUN_DIR included, is absent, and there is no network. The
- * legacy `--sandbox read-only` reads the whole filesystem, and any `--sandbox` or `sandbox_mode`
- * would turn the profile off, so neither is given.
+ * What Codex's `:minimal` shows its commands on Linux besides /dev and /proc, read-only (Codex
+ * 0.169.0: `ls /` in its sandbox). A configuration directory below one of them, as in the
+ * documented /etc/svc/config, is shown too unless the profile hides it.
  */
-export function codexPermissions(agentAccess: "read" | "edit", install: string | undefined): string[] {
-  const workspace =
-    agentAccess === "edit" ? `{"."="write",".git"="read",".codex"="read",".agents"="read"}` : `{"."="read"}`;
-  const filesystem = [`":minimal"="read"`, `":workspace_roots"=${workspace}`];
-  if (install) filesystem.push(`${JSON.stringify(install)}="read"`);
+const MINIMAL_ROOTS = ["/bin", "/etc", "/lib", "/lib64", "/sbin", "/usr"];
+
+export interface CodexPaths {
+  /** the worktree, its symlinks resolved */
+  worktree: string;
+  /** the configuration directory, its symlinks resolved: the worktree lies below it */
+  configDir: string;
+  /** where Codex is installed (codexInstall) */
+  install: string | undefined;
+}
+
+/**
+ * Codex's permission profile (`default_permissions`), as `-c` overrides: its shell commands run in
+ * its own sandbox (bubblewrap on Linux) where only the system's base files (`:minimal`), the
+ * worktree (its workspace root; writable for `edit`, its `.git`, `.codex` and `.agents` kept
+ * read-only) and Codex's own install (it re-executes itself as the sandbox helper) exist, and
+ * there is no network. The legacy `--sandbox read-only` reads the
+ * whole filesystem, and any `--sandbox` or `sandbox_mode` would turn the profile off, so neither
+ * is given.
+ *
+ * When `:minimal` would show the configuration directory, the profile hides all of it (`none`)
+ * and opens the worktree again below it. Codex's Linux sandbox reopens a path below a hidden one
+ * only when it is writable, so there the worktree is writable for `read` too: the agent can change
+ * its worktree, and still reads nothing outside it.
+ */
+export function codexPermissions(paths: CodexPaths, agentAccess: "read" | "edit"): string[] {
+  const { worktree, configDir, install } = paths;
+  const path = (value: string) => JSON.stringify(value);
+  const protectedNames = [".git", ".codex", ".agents"];
+  const shown = MINIMAL_ROOTS.some((root) => configDir.startsWith(`${root}/`));
+  const filesystem = [`":minimal"="read"`];
+  if (shown && worktree.startsWith(`${configDir}/`)) {
+    filesystem.push(`${path(configDir)}="none"`, `${path(worktree)}="write"`);
+    if (agentAccess === "edit")
+      for (const name of protectedNames) filesystem.push(`${path(join(worktree, name))}="read"`);
+  } else if (agentAccess === "edit") {
+    const kept = protectedNames.map((name) => `${path(name)}="read"`);
+    filesystem.push(`":workspace_roots"={"."="write",${kept.join(",")}}`);
+  } else {
+    filesystem.push(`":workspace_roots"={"."="read"}`);
+  }
+  if (install) filesystem.push(`${path(install)}="read"`);
   return [
     `default_permissions="${CODEX_PROFILE}"`,
     `permissions.${CODEX_PROFILE}.filesystem={${filesystem.join(",")}}`,

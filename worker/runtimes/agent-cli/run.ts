@@ -20,6 +20,8 @@ export interface AgentCliRunInput {
   prompt: Prompt;
   /** the worktree: the CLI runs there */
   cwd: string;
+  /** the configuration directory: on the host, Codex's profile hides it (confinement.ts) */
+  configDir: string;
   runDir: string;
   runEnv: Record<string, string>;
   access: RunAccess;
