@@ -143,6 +143,12 @@ export interface PipelineArg {
 export interface OutputBinding {
   handler: string;
   config?: { bot: string; channel: string };
+  /** codehost.comment / codehost.review: one comment per pull request, edited on every run */
+  sticky?: boolean;
+  /** the sticky comment says the run is in progress from its start, and how it ended */
+  progress?: boolean;
+  /** codehost.review: resolve svc's own review threads whose lines changed */
+  resolveOutdated?: boolean;
 }
 
 export interface Pipeline {
@@ -294,6 +300,8 @@ export interface ConfigSnapshot {
      * (ingress/auth/loopback.ts); absent means true. False for installs behind a same-host TCP proxy.
      */
     loopbackStar?: boolean;
+    /** the daemon's address as people reach it (links in posted comments), no trailing slash */
+    publicUrl?: string;
   };
   webhooks: { maxBodyBytes: number; sources: Record<string, WebhookSource> };
   targets: Record<string, Target>;

@@ -9,7 +9,7 @@ export const DEFAULT_PORT = 7420;
 
 export function readServer(f: ConfigFile, root: YamlMap, env: NodeJS.ProcessEnv): DaemonSettings["server"] {
   const server = child(f, root, "server", []) ?? {};
-  checkKeys(f, server, ["server"], ["host", "port", "trusted_proxies", "loopback_star"]);
+  checkKeys(f, server, ["server"], ["host", "port", "trusted_proxies", "loopback_star", "public_url"]);
   let host = str(f, server, "host", ["server"]) ?? DEFAULT_HOST;
   let port = int(f, server, "port", ["server"], { min: 1, max: 65_535 }) ?? DEFAULT_PORT;
   // the environment wins, so the off-loopback checks below see the address the ingress really binds
@@ -29,7 +29,30 @@ export function readServer(f: ConfigFile, root: YamlMap, env: NodeJS.ProcessEnv)
   }
   // on by default: the svc CLI and MCP clients on the daemon's host need no token
   const loopbackStar = bool(f, server, "loopback_star", ["server"]) ?? true;
-  return { host, port, trustedProxies: readTrustedProxies(f, server), loopbackStar };
+  const publicUrl = readPublicUrl(f, server);
+  return {
+    ...{ host, port, trustedProxies: readTrustedProxies(f, server), loopbackStar },
+    ...(publicUrl ? { publicUrl } : {}),
+  };
+}
+
+/** `server.public_url`: where people reach the daemon's pages; links in posted comments start with it. */
+function readPublicUrl(f: ConfigFile, server: YamlMap): string | undefined {
+  const value = str(f, server, "public_url", ["server"]);
+  if (value === undefined) return undefined;
+  try {
+    const url = new URL(value);
+    if ((url.protocol === "https:" || url.protocol === "http:") && !url.search && !url.hash)
+      return value.replace(/\/+$/, "");
+  } catch {
+    // reported below, like a URL of another scheme
+  }
+  f.report(
+    ["server", "public_url"],
+    "invalid_value",
+    `"server.public_url" must be an http(s) URL without query or fragment, e.g. https://svc.example.com (got ${quote(value)})`,
+  );
+  return undefined;
 }
 
 function readTrustedProxies(f: ConfigFile, server: YamlMap): string[] {

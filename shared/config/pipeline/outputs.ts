@@ -1,5 +1,5 @@
 import { readChatTarget } from "../daemon/channels.ts";
-import { checkKeys, isMapping, mapping, quote, str, type YamlMap } from "../read.ts";
+import { bool, checkKeys, isMapping, mapping, quote, str, type YamlMap } from "../read.ts";
 import type { ConfigFile } from "../source.ts";
 import type { OutputBinding } from "../types.ts";
 import type { PipelineDraft } from "./draft.ts";
@@ -41,7 +41,7 @@ export function readOutputs(f: ConfigFile, root: YamlMap): Record<string, Output
     const path = ["outputs", key];
     const entry = mapping(f, spec, path, " such as { handler: codehost.review }");
     if (!entry) continue;
-    checkKeys(f, entry, path, ["handler", "config"]);
+    checkKeys(f, entry, path, ["handler", "config", ...Object.keys(PUBLISHING_OPTIONS)]);
     const handler = str(f, entry, "handler", path, {
       required: true,
       hint: ` - one of ${Object.keys(OUTPUT_HANDLERS).join(", ")}`,
@@ -61,11 +61,12 @@ export function readOutputs(f: ConfigFile, root: YamlMap): Record<string, Output
         f.report(
           [...path, "config"],
           "output_config_refused",
-          `"outputs.${key}.config" is refused - the code-host handler ${handler} takes no config block; delete it`,
+          `"outputs.${key}.config" is refused - the code-host handler ${handler} takes no config block; delete it${STICKY_HANDLERS.includes(handler) ? " (sticky, progress and resolve_outdated are written beside handler)" : ""}`,
         );
         continue;
       }
-      outputs[key] = { handler };
+      const options = readPublishingOptions(f, entry, key, handler);
+      if (options) outputs[key] = { handler, ...options };
     } else {
       if (entry.config == null) {
         f.report(
@@ -78,10 +79,62 @@ export function readOutputs(f: ConfigFile, root: YamlMap): Record<string, Output
       const config = mapping(f, entry.config, [...path, "config"], " such as { bot, channel }");
       // bots are checked against daemon.yaml in resolvePipeline
       const chat = config && readChatTarget(f, config, [...path, "config"], undefined);
-      if (chat) outputs[key] = { handler, config: chat };
+      if (readPublishingOptions(f, entry, key, handler) && chat) outputs[key] = { handler, config: chat };
     }
   }
   return outputs;
+}
+
+/** Binding keys beside `handler` (the contract refuses `config` on the code-host family), and who takes them. */
+const STICKY_HANDLERS = ["codehost.comment", "codehost.review"];
+const PUBLISHING_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  sticky: STICKY_HANDLERS,
+  progress: STICKY_HANDLERS,
+  resolve_outdated: ["codehost.review"],
+};
+
+/**
+ * `sticky`, `progress` and `resolve_outdated` (docs/outputs.md): booleans, each on the handlers
+ * that can honour it, `progress` only with `sticky`. Undefined when one of them is wrong.
+ */
+function readPublishingOptions(
+  f: ConfigFile,
+  entry: YamlMap,
+  key: string,
+  handler: string,
+): Pick<OutputBinding, "sticky" | "progress" | "resolveOutdated"> | undefined {
+  const path = ["outputs", key];
+  let ok = true;
+  const values: Record<string, boolean> = {};
+  for (const [option, handlers] of Object.entries(PUBLISHING_OPTIONS)) {
+    if (entry[option] === undefined) continue;
+    if (!handlers.includes(handler)) {
+      f.report(
+        [...path, option],
+        "output_option_refused",
+        `"outputs.${key}.${option}" is refused - ${handler} does not take it, only ${handlers.join(" and ")}; delete it`,
+      );
+      ok = false;
+      continue;
+    }
+    const value = bool(f, entry, option, path);
+    if (value === undefined) ok = false;
+    else values[option] = value;
+  }
+  if (values.progress && !values.sticky) {
+    f.report(
+      [...path, "progress"],
+      "output_option_refused",
+      `"outputs.${key}.progress" needs "outputs.${key}.sticky: true" - the progress note is written into the sticky comment; add sticky: true or delete progress`,
+    );
+    ok = false;
+  }
+  if (!ok) return undefined;
+  return {
+    ...(values.sticky ? { sticky: true } : {}),
+    ...(values.progress ? { progress: true } : {}),
+    ...(values.resolve_outdated ? { resolveOutdated: true } : {}),
+  };
 }
 
 export function checkOutputsAgainstSchema(f: ConfigFile, draft: PipelineDraft): void {

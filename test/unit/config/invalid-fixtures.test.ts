@@ -190,7 +190,7 @@ const CASES: [string, string, string][] = [
   [
     "output-codehost-config",
     "output_config_refused",
-    'pipelines/main.yaml: "outputs.note.config" is refused - the code-host handler codehost.comment takes no config block; delete it',
+    'pipelines/main.yaml: "outputs.note.config" is refused - the code-host handler codehost.comment takes no config block; delete it (sticky, progress and resolve_outdated are written beside handler)',
   ],
   [
     "output-schema-mismatch",

@@ -124,4 +124,94 @@ queue:
       },
     ]);
   });
+
+  describe("sticky, progress and resolve_outdated beside handler", () => {
+    const DAEMON = `${BASE_DAEMON}codehost:\n  token: \${CODEHOST_TOKEN}\n`;
+    const withBinding = (binding: string, handler = "codehost.review", schema = "codehost/review/v1") =>
+      reviewPipeline()
+        .replace(
+          "review: { $ref: svc://schemas/codehost/review/v1 }",
+          `review: { $ref: svc://schemas/${schema} }`,
+        )
+        .replace("review: { handler: codehost.review }", `review: { handler: ${handler}${binding} }`);
+
+    it("are read onto the binding", async () => {
+      const result = await load(
+        DAEMON,
+        withBinding(", sticky: true, progress: true, resolve_outdated: true"),
+      );
+      if (!result.ok) throw new Error(JSON.stringify(result.problems));
+      expect(result.config.pipelines.review!.outputs.review).toEqual({
+        handler: "codehost.review",
+        sticky: true,
+        progress: true,
+        resolveOutdated: true,
+      });
+    });
+
+    it("a comment takes sticky and progress; false is the same as leaving them out", async () => {
+      const result = await load(
+        DAEMON,
+        withBinding(", sticky: true, progress: false", "codehost.comment", "codehost/comment/v1"),
+      );
+      if (!result.ok) throw new Error(JSON.stringify(result.problems));
+      expect(result.config.pipelines.review!.outputs.review).toEqual({
+        handler: "codehost.comment",
+        sticky: true,
+      });
+    });
+
+    it.each([
+      [
+        ", resolve_outdated: true",
+        "codehost.comment",
+        "codehost/comment/v1",
+        "outputs.review.resolve_outdated",
+        '"outputs.review.resolve_outdated" is refused - codehost.comment does not take it, only codehost.review; delete it',
+      ],
+      [
+        ", sticky: true",
+        "codehost.review-comment-reply",
+        "codehost/review-comment-reply/v1",
+        "outputs.review.sticky",
+        '"outputs.review.sticky" is refused - codehost.review-comment-reply does not take it, only codehost.comment and codehost.review; delete it',
+      ],
+      [
+        ", progress: true",
+        "codehost.review",
+        "codehost/review/v1",
+        "outputs.review.progress",
+        '"outputs.review.progress" needs "outputs.review.sticky: true" - the progress note is written into the sticky comment; add sticky: true or delete progress',
+      ],
+      [
+        ", sticky: yes please",
+        "codehost.review",
+        "codehost/review/v1",
+        "outputs.review.sticky",
+        '"outputs.review.sticky" must be a boolean (true or false)',
+      ],
+    ])("%s on %s is refused, naming the key and the fix", async (binding, handler, schema, path, message) => {
+      const result = await load(DAEMON, withBinding(binding, handler, schema));
+      expect(result.ok).toBe(false);
+      expect(result.problems).toMatchObject([
+        { file: "pipelines/review.yaml", path, message: `pipelines/review.yaml: ${message}` },
+      ]);
+    });
+
+    it("server.public_url must be an http(s) URL; its trailing slash is dropped", async () => {
+      const good = await load(`server:\n  public_url: https://svc.example.com/\n${DAEMON}`, withBinding(""));
+      if (!good.ok) throw new Error(JSON.stringify(good.problems));
+      expect(good.config.server.publicUrl).toBe("https://svc.example.com");
+      const bad = await load(`server:\n  public_url: svc.example.com\n${DAEMON}`, withBinding(""));
+      expect(bad.problems).toMatchObject([
+        {
+          file: "daemon.yaml",
+          path: "server.public_url",
+          code: "invalid_value",
+          message:
+            'daemon.yaml: "server.public_url" must be an http(s) URL without query or fragment, e.g. https://svc.example.com (got "svc.example.com")',
+        },
+      ]);
+    });
+  });
 });
