@@ -81,3 +81,17 @@ export async function listDeliveries(db: Queryable, invocationIds: string[]): Pr
   );
   return rows;
 }
+
+/**
+ * Which of these code-host review ids svc posted itself (a `codehost.review` delivery that was
+ * sent): review comments are trusted as svc's own only through this, never by their text.
+ */
+export async function ownReviewIds(db: Queryable, remoteIds: string[]): Promise<Set<string>> {
+  if (remoteIds.length === 0) return new Set();
+  const { rows } = await db.query<{ remote_id: string }>(
+    `SELECT DISTINCT remote_id FROM svc.output_deliveries
+     WHERE handler = 'codehost.review' AND status = 'sent' AND remote_id = ANY($1::text[])`,
+    [remoteIds],
+  );
+  return new Set(rows.map((row) => row.remote_id));
+}

@@ -91,6 +91,16 @@ async function listAll<T>(token: string, fetchPage: (page: number) => Promise<{ 
   return all;
 }
 
+/** What svc reads of a review comment: `line` is null once the lines it was on changed (outdated). */
+export interface ReviewComment {
+  id: number | bigint;
+  body: string;
+  path: string;
+  line?: number | null;
+  pull_request_review_id: number | bigint | null;
+  in_reply_to_id?: number;
+}
+
 type Posted = { id: number | bigint; html_url?: string; body?: string | null };
 
 const remoteOf = (posted: Posted): Remote => ({ id: String(posted.id), url: posted.html_url ?? null });
@@ -98,6 +108,14 @@ const remoteOf = (posted: Posted): Remote => ({ id: String(posted.id), url: post
 export class CodehostPublisher {
   readonly #client: CodehostClient;
   readonly #token: string;
+
+  get client(): CodehostClient {
+    return this.#client;
+  }
+
+  get token(): string {
+    return this.#token;
+  }
 
   constructor(client: CodehostClient, token: string) {
     this.#client = client;
@@ -117,6 +135,20 @@ export class CodehostPublisher {
     return remoteOf(posted);
   }
 
+  /** Edits an issue comment in place; a retry of a lost answer is the same edit again. */
+  async updateComment(ref: PullRef, commentId: string, body: string): Promise<Remote> {
+    const posted = await write<Posted>(this.#token, () =>
+      this.#client.request("PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}", {
+        owner: ref.owner,
+        repo: ref.repo,
+        comment_id: Number(commentId),
+        body,
+        request: { retries: 0 },
+      }),
+    );
+    return remoteOf(posted);
+  }
+
   async findComment(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
     const comments = await listAll<Posted>(this.#token, (page) =>
       this.#client.request("GET /repos/{owner}/{repo}/issues/{issue_number}/comments", {
@@ -129,6 +161,19 @@ export class CodehostPublisher {
     );
     const found = comments.find((comment) => hasMarker(comment.body, invocation, key));
     return found && remoteOf(found);
+  }
+
+  /** The pull request's review comments (inline findings and replies), oldest first. */
+  async listReviewComments(ref: PullRef): Promise<ReviewComment[]> {
+    return listAll<ReviewComment>(this.#token, (page) =>
+      this.#client.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", {
+        owner: ref.owner,
+        repo: ref.repo,
+        pull_number: ref.number,
+        per_page: PAGE,
+        page,
+      }),
+    );
   }
 
   async listFiles(ref: PullRef): Promise<{ filename: string; patch?: string }[]> {

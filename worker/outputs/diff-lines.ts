@@ -82,3 +82,31 @@ export function bodyWithMoved(body: string, moved: readonly InlineComment[]): st
   const head = body.trimEnd();
   return `${head}${head ? "\n\n" : ""}Comments on lines outside the diff:\n${lines.join("\n")}`;
 }
+
+/** Each side's lines of a unified-diff `patch` with their text, by line number (the prefix removed). */
+export function patchText(patch: string | undefined): {
+  left: Map<number, string>;
+  right: Map<number, string>;
+} {
+  const text = { left: new Map<number, string>(), right: new Map<number, string>() };
+  let left = 0;
+  let right = 0;
+  let inHunk = false;
+  for (const line of (patch ?? "").split("\n")) {
+    const hunk = HUNK.exec(line);
+    if (hunk) {
+      left = Number(hunk[1]);
+      right = Number(hunk[2]);
+      inHunk = true;
+      continue;
+    }
+    if (!inHunk || line.startsWith("\\")) continue;
+    if (line.startsWith("+")) text.right.set(right++, line.slice(1));
+    else if (line.startsWith("-")) text.left.set(left++, line.slice(1));
+    else {
+      text.left.set(left++, line.slice(1));
+      text.right.set(right++, line.slice(1));
+    }
+  }
+  return text;
+}

@@ -1,7 +1,5 @@
-import type pg from "pg";
-import type { ConfigSnapshot, OutputBinding, Pipeline } from "../../shared/config/types.ts";
+import type { OutputBinding, Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
-import type { Logger } from "../../shared/logger.ts";
 import type {
   ChatMessageResult,
   CommentResult,
@@ -14,15 +12,13 @@ import { PublishError, type PublishFailure } from "./attempt.ts";
 import { ChatPublisher } from "./chat.ts";
 import { CodehostPublisher, codehostClient, type PullRef } from "./codehost.ts";
 import { type DeliveryOutcome, type DeliveryWork, deliver } from "./delivery.ts";
-import { bodyWithMoved, diffMap, placeComments } from "./diff-lines.ts";
+import type { PublishDeps } from "./publish-deps.ts";
 import { footerLine, renderMentions, type Stamp, stampBody } from "./render.ts";
+import { reviewWork, type Work } from "./review.ts";
+import { stickyBody, writeSticky } from "./sticky.ts";
 import { codehostIdentity, secretValue } from "./tokens.ts";
 
-export interface PublishDeps {
-  pool: pg.Pool;
-  config: Readonly<ConfigSnapshot>;
-  logger: Logger;
-}
+export type { PublishDeps };
 
 export interface PublishInput {
   invocationId: string;
@@ -102,8 +98,7 @@ async function publishOne(
     handler: binding.handler,
     ...(input.stillHeld ? { stillHeld: input.stillHeld } : {}),
   };
-  const run = (work: Omit<DeliveryWork, "invocationId" | "handler" | "stillHeld">) =>
-    deliver(deps.pool, deps.logger, { ...base, ...work });
+  const run = (work: Work) => deliver(deps.pool, deps.logger, { ...base, ...work });
   if (binding.handler === "chat.message") {
     return [await run(await chatWork(deps, binding, stamp, key, value as ChatMessageResult))];
   }
@@ -112,6 +107,24 @@ async function publishOne(
     case "codehost.comment": {
       const comment = value as CommentResult;
       const ref = pullRef(input.event, comment.repo, comment.number);
+      if (binding.sticky) {
+        const write = {
+          pipeline: stamp.pipeline,
+          ref,
+          key,
+          invocation: stamp.invocation,
+          sha: input.event.context.sha,
+        };
+        const body = stickyBody(comment.body, stamp, key);
+        // every retry goes through writeSticky, which edits rather than posts again
+        return [
+          await run({
+            key,
+            find: async () => undefined,
+            post: () => writeSticky(deps.pool, codehost, write, body, "result"),
+          }),
+        ];
+      }
       return [
         await run({
           key,
@@ -120,8 +133,22 @@ async function publishOne(
         }),
       ];
     }
-    case "codehost.review":
-      return [await run(await reviewWork(codehost, input.event, stamp, key, value as ReviewResult))];
+    case "codehost.review": {
+      const ref = pullRef(input.event);
+      const work = await reviewWork(
+        deps,
+        codehost,
+        { event: input.event, ref, stamp, key, binding },
+        value as ReviewResult,
+      );
+      const outcomes: DeliveryOutcome[] = [];
+      if (work.summary) outcomes.push(await run(work.summary));
+      const summary = outcomes[0];
+      if (summary?.status === "failed") return outcomes;
+      const review = work.review(summary?.status === "sent" ? summary.remote.url : null);
+      if (review) outcomes.push(await run(review));
+      return outcomes;
+    }
     case "codehost.review-comment-reply":
       return [await run(replyWork(codehost, input.event, stamp, key, value as ReplyResult))];
     case "codehost.review-replies": {
@@ -140,7 +167,7 @@ async function publishOne(
   }
 }
 
-async function codehostPublisher(deps: PublishDeps, pipeline: Pipeline): Promise<CodehostPublisher> {
+export async function codehostPublisher(deps: PublishDeps, pipeline: Pipeline): Promise<CodehostPublisher> {
   const identity = codehostIdentity(deps.config, pipeline);
   if (!identity || !deps.config.codehost) {
     throw new PublishError({
@@ -173,28 +200,6 @@ export function pullRef(event: ResolvedEvent, repo?: string, number?: number): P
     });
   }
   return { owner, repo: name, number: target };
-}
-
-async function reviewWork(
-  codehost: CodehostPublisher,
-  event: ResolvedEvent,
-  stamp: Stamp,
-  key: string,
-  review: ReviewResult,
-): Promise<Omit<DeliveryWork, "invocationId" | "handler">> {
-  const ref = pullRef(event);
-  const comments = review.comments ?? [];
-  // the host refuses a whole review when one inline comment is outside the diff
-  const { inline, moved } = comments.length
-    ? placeComments(diffMap(await codehost.listFiles(ref)), comments)
-    : { inline: [], moved: [] };
-  const body = stampBody(bodyWithMoved(review.body, moved), stamp, key);
-  return {
-    key,
-    find: () => codehost.findReview(ref, stamp.invocation, key),
-    post: () =>
-      codehost.postReview(ref, { commitId: event.context.sha, event: review.event, body, comments: inline }),
-  };
 }
 
 function replyWork(

@@ -17,6 +17,7 @@ import { diagnostic } from "../../shared/diagnostics.ts";
 import { type InvocationJob, laneQueue } from "../../shared/queues.ts";
 import { type Workspace, workspacePaths } from "../../shared/workspace-layout.ts";
 import { recordInvocationEnd } from "../metrics.ts";
+import { noteRunEnd } from "../outputs/progress.ts";
 import type { KnownRun } from "../queue/claim-loop.ts";
 import { laneFor } from "../queue/lanes.ts";
 import { completeLease, type Lease, touchLease } from "../queue/run-leases.ts";
@@ -97,6 +98,8 @@ export async function runClaimedInvocation(
     watch.stop();
   }
   const settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease });
+  // sticky comments this run left "in progress" say how it ended (logged, never thrown: progress.ts)
+  await noteRunEnd(deps, invocationId);
   // a run that finished completed its lease with its end; any other end completes it here. A lease
   // pg-boss already failed stays failed: the complete is fenced to this attempt
   if (lease && !settled && !watch.claimLost())

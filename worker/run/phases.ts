@@ -3,6 +3,7 @@ import { eventOfRun } from "../event/resolve.ts";
 import type { ProcessEngine } from "../exec/engine.ts";
 import { openSandbox } from "../exec/sandbox/engine.ts";
 import { ClaimLostError } from "../outputs/delivery.ts";
+import { announceProgress } from "../outputs/progress.ts";
 import { publishOutputs } from "../outputs/publish.ts";
 import { runAgentOnTargets } from "./agent.ts";
 import { recordSurface } from "./artifacts.ts";
@@ -25,6 +26,9 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   const gate = await runGate(deps, input.pipeline, input.invocationId, event);
   if (gate === "wait") return { kind: "released", credentials: true };
   if (gate === "own_event") return { kind: "completed", result: null };
+  // sticky comments with `progress` say the run started; a failure there is logged, never the run's
+  const { invocationId, workload, pipeline } = input;
+  await announceProgress(deps, { invocationId, triggerId: workload.trigger_id, pipeline, event });
   const cloneFailure = await checkOutEvent(deps.config, input.paths, event.context);
   if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
   // where every process of the run runs: a container of its own when the pipeline declares a sandbox

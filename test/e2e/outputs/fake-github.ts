@@ -1,10 +1,15 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { answerGraphql, type FakeThread } from "./fake-github-graphql.ts";
 
 /**
  * A fake GitHub REST API on loopback, answering like api.github.com for the routes svc publishes
  * and reads through: it checks the method, path, `authorization` header and body, keeps what was
  * posted, and answers with GitHub's response shapes, error bodies, `Link` pagination and
  * `x-ratelimit-*` headers (a spent rate limit answers 403 "API rate limit exceeded" as GitHub does).
+ * Issue comments can be edited (`PATCH .../issues/comments/{id}`); a review's inline comments become
+ * review comments, listed with replies by `GET .../pulls/{n}/comments`, each opening a review thread
+ * that the GraphQL endpoint lists and resolves; `pushFiles` changes a pull request's diff, and the
+ * comments whose lines changed become outdated (`line: null`), as on GitHub.
  */
 export interface Recorded {
   method: string;
@@ -26,9 +31,16 @@ export interface FakeGitHub {
   comments: Map<string, Posted[]>;
   reviews: Map<string, Posted[]>;
   replies: Map<string, Posted[]>;
+  /** review comments (a review's inline comments and replies) by `owner/repo#number` */
+  reviewComments: Map<string, Posted[]>;
+  threads: FakeThread[];
   files: Map<string, { filename: string; status: string; patch?: string }[]>;
+  /** a push: the pull request's new diff; review comments whose line's text changed become outdated */
+  pushFiles(thread: string, files: { filename: string; status: string; patch?: string }[]): void;
   /** the next POST to a path ending like this is stored, then answered 502 (the answer is lost) */
   loseAnswerOnce(pathSuffix: string): void;
+  /** the next `method` request to a path ending like this is applied, then its connection dropped unanswered */
+  dropAnswerOnce(method: string, pathSuffix: string): void;
   /** the next request to a path ending like this answers 502 without doing anything */
   failOnce(pathSuffix: string): void;
   /** every later request is refused as over the primary rate limit until the reset an hour on */
@@ -73,6 +85,7 @@ export async function startFakeGitHub(options: {
 }): Promise<FakeGitHub> {
   let nextId = 1000;
   const lose = new Set<string>();
+  const drop = new Set<string>();
   const fail = new Set<string>();
   const rate = { used: 0, reset: Math.floor(Date.now() / 1000) + 3600 };
   const state = {
@@ -80,8 +93,11 @@ export async function startFakeGitHub(options: {
     comments: new Map<string, Posted[]>(),
     reviews: new Map<string, Posted[]>(),
     replies: new Map<string, Posted[]>(),
+    reviewComments: new Map<string, Posted[]>(),
+    threads: [] as FakeThread[],
     files: new Map<string, { filename: string; status: string; patch?: string }[]>(),
   };
+  const userIds = new Map(Object.values(options.users).map((login, index) => [login, 100 + index]));
   let base = "";
   const list = (map: Map<string, Posted[]>, key: string) => {
     if (!map.has(key)) map.set(key, []);
@@ -140,6 +156,56 @@ export async function startFakeGitHub(options: {
         links.length ? { link: links.join(", ") } : {},
       );
     };
+    const user = { login, id: userIds.get(login) ?? 42, type: "Bot" };
+    // the change is made, then the connection closes without an answer: a proxy in between failed
+    const dropped = () => {
+      const entry = [...drop].find(
+        (candidate) => candidate.startsWith(`${req.method} `) && url.pathname.endsWith(suffixOf(candidate)),
+      );
+      if (!entry) return false;
+      drop.delete(entry);
+      res.socket?.destroy();
+      return true;
+    };
+    if (url.pathname === "/graphql" && req.method === "POST") {
+      const pulls = new Set([...state.files.keys(), ...state.reviewComments.keys()]);
+      const answer = answerGraphql(state.threads, pulls, body);
+      return send(res, answer.status, answer.body);
+    }
+    const edit = /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/.exec(url.pathname);
+    if (edit) {
+      const found = [...state.comments.entries()]
+        .filter(([thread]) => thread.startsWith(`${edit[1]}/${edit[2]}#`))
+        .flatMap(([, comments]) => comments)
+        .find((comment) => comment.id === Number(edit[3]));
+      if (!found)
+        return send(res, 404, {
+          message: "Not Found",
+          documentation_url: `${DOCS}/issues/comments#update-an-issue-comment`,
+          status: "404",
+        });
+      if (req.method === "GET") return send(res, 200, found);
+      if (req.method === "DELETE") {
+        for (const comments of state.comments.values()) {
+          const index = comments.indexOf(found);
+          if (index >= 0) comments.splice(index, 1);
+        }
+        res.writeHead(204);
+        return res.end();
+      }
+      const text = (body as { body?: unknown })?.body;
+      if (req.method !== "PATCH" || typeof text !== "string" || text === "")
+        return send(res, 422, {
+          message: "Validation Failed",
+          errors: [{ resource: "IssueComment", field: "body", code: "missing_field" }],
+          documentation_url: `${DOCS}/issues/comments#update-an-issue-comment`,
+          status: "422",
+        });
+      found.body = text;
+      found.updated_at = new Date().toISOString();
+      if (dropped()) return;
+      return send(res, 200, found);
+    }
     const repoRead = /^\/repos\/([^/]+)\/([^/]+)(\/pulls)?$/.exec(url.pathname);
     if (repoRead && req.method === "GET") {
       const name = `${repoRead[1]}/${repoRead[2]}`;
@@ -155,7 +221,6 @@ export async function startFakeGitHub(options: {
       const state = url.searchParams.get("state") ?? "open";
       return sendPage(hosted.pulls.filter((pull) => state === "all" || pull.state === state));
     }
-    const user = { login, id: 42, type: "Bot" };
     const match =
       /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)\/(comments|reviews|files)(?:\/(\d+)\/replies)?$/.exec(
         url.pathname,
@@ -253,10 +318,40 @@ export async function startFakeGitHub(options: {
         submitted_at: ids.created_at,
       };
       list(state.reviews, thread).push(posted);
+      for (const comment of review.comments ?? []) {
+        const file = files.find((entry) => entry.filename === comment.path)!;
+        const inline = stamp();
+        list(state.reviewComments, thread).push({
+          ...inline,
+          body: comment.body,
+          user,
+          path: comment.path,
+          line: comment.line,
+          original_line: comment.line,
+          side: comment.side ?? "RIGHT",
+          commit_id: review.commit_id,
+          pull_request_review_id: ids.id,
+          diff_hunk: file.patch ?? "",
+          line_text: rightText(file.patch).get(comment.line),
+          html_url: `https://github.test/${owner}/${repo}/pull/${number}#discussion_r${inline.id}`,
+        });
+        state.threads.push({
+          id: `PRRT_${inline.id}`,
+          pull: thread,
+          isResolved: false,
+          isOutdated: false,
+          reviewIds: [ids.id],
+        });
+      }
       return created(posted);
     }
     if (kind === "pulls" && what === "comments") {
-      if (req.method === "GET" && !replyTo) return sendPage(list(state.replies, thread));
+      if (req.method === "GET" && !replyTo)
+        return sendPage(
+          [...list(state.reviewComments, thread), ...list(state.replies, thread)]
+            .sort((a, b) => a.id - b.id)
+            .map(({ line_text: _, ...comment }) => comment),
+        );
       const text = (body as { body?: unknown })?.body;
       if (req.method !== "POST" || !replyTo || typeof text !== "string")
         return send(res, 422, { message: "Validation Failed" });
@@ -266,6 +361,7 @@ export async function startFakeGitHub(options: {
         body: text,
         user,
         in_reply_to_id: Number(replyTo),
+        pull_request_review_id: nextId++,
         html_url: `https://github.test/${owner}/${repo}/pull/${number}#discussion_r${ids.id}`,
       };
       list(state.replies, thread).push(posted);
@@ -284,12 +380,42 @@ export async function startFakeGitHub(options: {
     url: base,
     ...state,
     loseAnswerOnce: (suffix) => lose.add(suffix),
+    dropAnswerOnce: (method, suffix) => drop.add(`${method} ${suffix}`),
+    pushFiles: (thread, files) => {
+      state.files.set(thread, files);
+      for (const comment of state.reviewComments.get(thread) ?? []) {
+        if (comment.line === null || comment.line === undefined) continue;
+        const file = files.find((entry) => entry.filename === comment.path);
+        if (file && rightText(file.patch).get(comment.line as number) === comment.line_text) continue;
+        comment.line = null;
+        comment.position = null;
+        const open = state.threads.find((entry) => entry.id === `PRRT_${comment.id}`);
+        if (open) open.isOutdated = true;
+      }
+    },
     failOnce: (suffix) => fail.add(suffix),
     exhaustRateLimit: () => {
       rate.used = RATE_LIMIT;
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+function suffixOf(entry: string): string {
+  return entry.slice(entry.indexOf(" ") + 1);
+}
+
+/** New-file lines of a unified diff with their text. */
+function rightText(patch: string | undefined): Map<number, string> {
+  const lines = new Map<number, string>();
+  let right = 0;
+  for (const line of (patch ?? "").split("\n")) {
+    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)/.exec(line);
+    if (hunk) right = Number(hunk[1]);
+    else if (line.startsWith("-")) continue;
+    else if (right > 0) lines.set(right++, line.slice(1));
+  }
+  return lines;
 }
 
 /** New-file lines of a unified diff, as GitHub resolves `line` on the RIGHT side. */

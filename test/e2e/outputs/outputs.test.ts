@@ -35,6 +35,8 @@ const REVIEW = {
   },
 };
 
+const FINDING = (text: string) => new RegExp(`^${text}\n\n<!-- svc:finding:[0-9a-f]{16} -->$`);
+
 function agent(result: unknown): string {
   return `#!/bin/sh\ncat > /dev/null\necho 'thinking'\necho '${JSON.stringify(result)}'\n`;
 }
@@ -278,14 +280,20 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
       commit_id: PR_PAYLOAD.pull_request.head.sha,
       event: "REQUEST_CHANGES",
       comments: [
-        { path: "src/app.js", line: 11, side: "RIGHT", body: "this call can throw" },
+        // each finding carries its fingerprint (docs/outputs.md, "No finding twice")
+        {
+          path: "src/app.js",
+          line: 11,
+          side: "RIGHT",
+          body: expect.stringMatching(FINDING("this call can throw")),
+        },
         {
           path: "src/app.js",
           line: 10,
           side: "RIGHT",
           start_line: 9,
           start_side: "RIGHT",
-          body: "rename these",
+          body: expect.stringMatching(FINDING("rename these")),
         },
       ],
     });
