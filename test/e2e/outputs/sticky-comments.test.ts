@@ -180,6 +180,23 @@ describe("sticky comments: one comment per pull request, kept up to date; no fin
     for (const secret of SECRETS) expect(everything).not.toContain(secret);
   });
 
+  it("a cancelled run leaves one line in the comment: cancelled, with its diagnostic code and message", async () => {
+    const sha = SHA[2]!;
+    const id = await bed.fire("summary-hook", 7, sha);
+    await agentRunning(bed.pool, id);
+    const invocation = await invocationOf(id);
+    const cancel = await fetch(`${bed.url}/invocations/${invocation}/cancel`, { method: "POST" });
+    expect(cancel.status).toBe(200);
+    await waitFor(async () => summary()[0]!.body.includes("was cancelled"), "the cancellation line");
+    const { invocations } = await lineage(bed.pool, id);
+    expect(invocations[0]).toMatchObject({ status: "cancelled", diagnostic: { code: "cancelled" } });
+    expect(summary()).toHaveLength(1);
+    expect(summary()[0]!.body).toContain(
+      `⏹ **pr-summary** was cancelled on commit ${sha}: \`cancelled\` \`${invocations[0].diagnostic.message}\``,
+    );
+    expect(requests("POST", "/issues/7/comments")).toHaveLength(1);
+  });
+
   it("a finding still standing is not posted again and is counted; resolve_outdated resolves svc's thread whose line changed", async () => {
     const pull = `${REPO}#8`;
     bed.github.files.set(pull, FILES_V1);
