@@ -113,7 +113,7 @@ async function publishOne(
           ref,
           key,
           invocation: stamp.invocation,
-          sha: input.event.context.sha,
+          sha: input.event.context.sha || null,
         };
         const body = stickyBody(comment.body, stamp, key);
         // every retry goes through writeSticky, which edits rather than posts again
@@ -143,8 +143,8 @@ async function publishOne(
       );
       const outcomes: DeliveryOutcome[] = [];
       if (work.summary) outcomes.push(await run(work.summary));
+      // a summary that could not be written fails the output, but the findings still land
       const summary = outcomes[0];
-      if (summary?.status === "failed") return outcomes;
       const review = work.review(summary?.status === "sent" ? summary.remote.url : null);
       if (review) outcomes.push(await run(review));
       return outcomes;

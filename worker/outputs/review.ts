@@ -59,7 +59,8 @@ export async function reviewWork(
     codehost.postReview(ref, { commitId: event.context.sha, event: review.event, body, comments: fresh });
   const find = () => codehost.findReview(ref, stamp.invocation, key);
   if (!binding.sticky) return { review: () => ({ key, find, post: post(stampBody(text, stamp, key)) }) };
-  const write = { pipeline: stamp.pipeline, ref, key, invocation: stamp.invocation, sha: event.context.sha };
+  const sha = event.context.sha || null;
+  const write = { pipeline: stamp.pipeline, ref, key, invocation: stamp.invocation, sha };
   return {
     summary: {
       key: `${key}.summary`,
