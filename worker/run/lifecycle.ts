@@ -99,7 +99,7 @@ export async function runClaimedInvocation(
   }
   const settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease });
   // sticky comments this run left "in progress" say how it ended (logged, never thrown: progress.ts)
-  await noteRunEnd(deps, invocationId);
+  await noteRunEnd(deps, invocationId, pipeline);
   // a run that finished completed its lease with its end; any other end completes it here. A lease
   // pg-boss already failed stays failed: the complete is fenced to this attempt
   if (lease && !settled && !watch.claimLost())
