@@ -71,7 +71,7 @@ async function alone(runtime: AgentCliRuntime, fake: LoopbackModel, target: Agen
     // the CLI runs in RUN_DIR here: there is no worktree or configuration directory without svc
     cwd: runDir,
     configDir: runDir,
-    runDir,
+    agentDir: runDir,
     home,
     access,
     runEnv,

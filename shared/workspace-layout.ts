@@ -14,6 +14,11 @@ export interface Workspace {
   runDir: string;
   /** per invocation: every file left here becomes an artifact */
   surfaceDir: string;
+  /**
+   * per invocation: the agent's own files (the run token's mcp.json, its private HOME, the CLI's
+   * result file), made empty once the setup steps ended; no setup step ever sees it
+   */
+  agentDir: string;
   /** per invocation: step outputs and the agent transcript, outside the agent's reach */
   logsDir: string;
 }
@@ -26,11 +31,12 @@ export function workspacePaths(configDir: string, workloadId: string, invocation
     checkout: join(root, "checkout"),
     runDir: join(invocationRoot, "run"),
     surfaceDir: join(invocationRoot, "surface"),
+    agentDir: join(invocationRoot, "agent"),
     logsDir: join(invocationRoot, "logs"),
   };
 }
 
-/** A task's own directories beside its run's: `workspaces/<workload>/<task>/{checkout,run,surface,logs}`. */
+/** A task's own directories beside its run's: `workspaces/<workload>/<task>/{checkout,run,surface,agent,logs}`. */
 export function taskWorkspace(configDir: string, workloadId: string, taskId: string): Workspace {
   const root = join(configDir, "workspaces", workloadId, taskId);
   return {
@@ -38,6 +44,7 @@ export function taskWorkspace(configDir: string, workloadId: string, taskId: str
     checkout: join(root, "checkout"),
     runDir: join(root, "run"),
     surfaceDir: join(root, "surface"),
+    agentDir: join(root, "agent"),
     logsDir: join(root, "logs"),
   };
 }

@@ -2,11 +2,28 @@ import { isAbsolute, normalize } from "node:path";
 import { checkKeys, int, mapping, num, quote, str, strList, type YamlMap } from "./read.ts";
 import { secretSource } from "./secrets.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
-import type { EngineAddress, ImageVariant, PipelineSandbox, SandboxMount, SandboxSettings } from "./types.ts";
+import type {
+  EngineAddress,
+  ImageVariant,
+  PipelineSandbox,
+  SandboxLimits,
+  SandboxMount,
+  SandboxSettings,
+} from "./types.ts";
 
 export const DEFAULT_ENGINE_SOCKET = "/var/run/docker.sock";
 export const DEFAULT_SANDBOX_USER = "1000:1000";
 export const DEFAULT_SANDBOX_IMAGE = "agent:default";
+/**
+ * What every sandbox container gets unless `sandboxes.limits` says otherwise: a run that forks
+ * without end, fills memory or a tmpfs, or spins every core stops at these, not at the host's.
+ */
+export const DEFAULT_SANDBOX_LIMITS: Readonly<SandboxLimits> = {
+  memoryBytes: 4 * 1024 ** 3,
+  cpus: 2,
+  pids: 1024,
+  tmpfsBytes: 512 * 1024 ** 2,
+};
 /** The images `svc image pull` fetches from `sandboxes.registry`; every other one is a variant. */
 export const DEFAULT_IMAGES = ["agent:default", "studio:default"] as const;
 
@@ -113,21 +130,30 @@ function readNetwork(f: ConfigFile, raw: YamlMap, path: KeyPath): string | undef
   return undefined;
 }
 
-function readLimits(f: ConfigFile, raw: YamlMap, path: KeyPath): SandboxSettings["limits"] {
-  if (raw.limits == null) return {};
+function readLimits(f: ConfigFile, raw: YamlMap, path: KeyPath): SandboxLimits {
+  if (raw.limits == null) return { ...DEFAULT_SANDBOX_LIMITS };
   const limitsPath = [...path, "limits"];
-  const limits = mapping(f, raw.limits, limitsPath, " such as { memory: 4g, cpus: 2, pids: 512 }");
-  if (!limits) return {};
-  checkKeys(f, limits, limitsPath, ["memory", "cpus", "pids"]);
-  const out: SandboxSettings["limits"] = {};
-  if (limits.memory != null) {
-    const memory = memoryBytes(limits.memory);
-    if (memory) out.memoryBytes = memory;
+  const limits = mapping(
+    f,
+    raw.limits,
+    limitsPath,
+    " such as { memory: 4g, cpus: 2, pids: 1024, tmpfs: 512m }",
+  );
+  if (!limits) return { ...DEFAULT_SANDBOX_LIMITS };
+  checkKeys(f, limits, limitsPath, ["memory", "cpus", "pids", "tmpfs"]);
+  const out: SandboxLimits = { ...DEFAULT_SANDBOX_LIMITS };
+  for (const [key, field] of [
+    ["memory", "memoryBytes"],
+    ["tmpfs", "tmpfsBytes"],
+  ] as const) {
+    if (limits[key] == null) continue;
+    const bytes = memoryBytes(limits[key]);
+    if (bytes) out[field] = bytes;
     else
       f.report(
-        [...limitsPath, "memory"],
+        [...limitsPath, key],
         "invalid_value",
-        `"sandboxes.limits.memory" must be a size such as 512m or 4g (got ${quote(limits.memory)})`,
+        `"sandboxes.limits.${key}" must be a size of at least 6m such as 512m or 4g (got ${quote(limits[key])})`,
       );
   }
   const cpus = num(f, limits, "cpus", limitsPath, { min: 0.01, max: 1024 });

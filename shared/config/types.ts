@@ -91,6 +91,14 @@ export type EngineAddress = { socket: string } | { host: string; port: number };
 /** A `sandboxes.images` variant, made on the host that first needs it. */
 export type ImageVariant = { name: string; build: string } | { name: string; pull: string };
 
+/** What one sandbox container may use; `tmpfsBytes` is the size of each of its tmpfs mounts (`/tmp`, HOME). */
+export interface SandboxLimits {
+  memoryBytes: number;
+  cpus: number;
+  pids: number;
+  tmpfsBytes: number;
+}
+
 /** The `sandboxes:` block of daemon.yaml, defaults filled in. */
 export interface SandboxSettings {
   engine: EngineAddress;
@@ -103,7 +111,8 @@ export interface SandboxSettings {
   mcpUrl?: string;
   /** `<uid>:<gid>` when the image names no non-root USER */
   user: string;
-  limits: { memoryBytes?: number; cpus?: number; pids?: number };
+  /** every container's limits: the defaults (DEFAULT_SANDBOX_LIMITS) unless `sandboxes.limits` sets them */
+  limits: SandboxLimits;
   /** variant name (the `<variant>` of `agent:<variant>`) to how it is made */
   images: Record<string, ImageVariant>;
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_SANDBOX_USER, engineFromEnvironment } from "../config/sandboxes.ts";
+import { DEFAULT_SANDBOX_LIMITS, DEFAULT_SANDBOX_USER, engineFromEnvironment } from "../config/sandboxes.ts";
 import type { ConfigSnapshot, SandboxSettings } from "../config/types.ts";
 
 /** The snapshot's `sandboxes:` block, or its defaults for a snapshot built without one. */
@@ -8,7 +8,7 @@ export function sandboxSettings(config: Pick<ConfigSnapshot, "sandboxes">): Sand
       engine: engineFromEnvironment(process.env),
       network: "none",
       user: DEFAULT_SANDBOX_USER,
-      limits: {},
+      limits: { ...DEFAULT_SANDBOX_LIMITS },
       images: {},
     }
   );

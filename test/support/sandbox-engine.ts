@@ -328,3 +328,42 @@ export async function startAuthRegistry(
     },
   };
 }
+
+/**
+ * A test engine whose loopback registry holds the project's images (`<registry>/agent:default`,
+ * `studio:default`, and `agent:gpu` as a variant), built once per machine and cached by what they
+ * are made of (projectImagesKey). The engine itself starts with no image: a suite pulls what it needs.
+ */
+export async function startEngineWithImages(): Promise<{
+  engine: TestEngine;
+  registry: string;
+  cached: boolean;
+}> {
+  await ensureEnginePackages();
+  // the registry's storage after the pushes below is cached, keyed by what the images are made of
+  const cachedRoot = join(imageCacheDir(), `registry-${await projectImagesKey()}`);
+  const cached = await exists(cachedRoot);
+  const engine = await startTestEngine(cached ? cachedRoot : undefined);
+  const registry = `${engine.registryHost}/svc`;
+  if (!cached) {
+    await buildProjectImages(engine.docker, () => {});
+    await pushAs(engine.docker, "agent:default", `${registry}/agent:default`);
+    await pushAs(engine.docker, "studio:default", `${registry}/studio:default`);
+    // a variant in the same registry: `svc image pull` must leave it there
+    await pushAs(engine.docker, "agent:default", `${registry}/agent:gpu`);
+    await run("cp", ["-a", engine.registryRoot, `${cachedRoot}.partial-${process.pid}`]);
+    await rename(`${cachedRoot}.partial-${process.pid}`, cachedRoot);
+  }
+  for (const image of await engine.docker.listImages())
+    for (const tag of image.RepoTags ?? []) await engine.docker.getImage(tag).remove();
+  return { engine, registry, cached };
+}
+
+/** `docker pull <registry>/<name>` tagged `<name>`: what `svc image pull` leaves on a host. */
+export async function pullTagged(engine: TestEngine, registry: string, name: string): Promise<void> {
+  const reference = `${registry}/${name}`;
+  const authconfig = { username: "", password: "", serveraddress: reference.split("/")[0]! };
+  await followProgress(engine.docker, await engine.docker.pull(reference, { authconfig }), () => {});
+  const colon = name.lastIndexOf(":");
+  await engine.docker.getImage(reference).tag({ repo: name.slice(0, colon), tag: name.slice(colon + 1) });
+}

@@ -3,8 +3,9 @@ import type { ProcessOutcome, ProcessSpec } from "./process.ts";
 
 /**
  * Where a run's processes run: on the worker's host (exec/host) or in a container of the run's own
- * (exec/sandbox). A run picks its engine once, before its first process, and hands it to its setup
- * steps and its agent's runtime; nothing below that choice knows which engine it was given.
+ * (exec/sandbox). A run picks its engines once, before its first process (RunEngines), and hands
+ * one to its setup steps and one to its agent's runtime; nothing below that choice knows which
+ * engine it was given.
  */
 export interface ProcessEngine {
   /** Runs one process to its end. Its timeout and signal kill every process it started. */
@@ -15,4 +16,13 @@ export interface ProcessEngine {
   daemonUrl(workerUrl: string | undefined): string | undefined;
   /** Ends what the engine holds for the run; it never rejects (a failure is the engine's to log). */
   close(): Promise<void>;
+}
+
+/**
+ * The engine of each phase of a run: the host's for both, or a sandbox's two containers (the setup
+ * steps' removed, with whatever they left running, before the agent's starts).
+ */
+export interface RunEngines {
+  setup: ProcessEngine;
+  agent: ProcessEngine;
 }

@@ -9,7 +9,7 @@ import type { Diagnostic } from "../../shared/diagnostics.ts";
 import { newId } from "../../shared/ids.ts";
 import { invocationTargets } from "../../shared/queues.ts";
 import { runIdentity } from "../event/resolve.ts";
-import { artifactOf, recordSurface, transcriptArtifact } from "./artifacts.ts";
+import { artifactOf, transcriptArtifact } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
 import { agentTimeout, onTargets, type Unavailable } from "./failover.ts";
 import { assemblePrompt, orchestrationSection, type Prompt } from "./prompt.ts";
@@ -72,7 +72,7 @@ function agentContext(run: RunState, signal: AbortSignal): AgentContext {
   const { input } = run;
   return {
     ...{ deps: run.deps, invocationId: input.invocationId, pipeline: input.pipeline, paths: input.paths },
-    ...{ event: run.event, env: run.env, engine: run.engine, signal, secrets: run.secrets },
+    ...{ event: run.event, env: run.env, engine: run.engines.agent, signal, secrets: run.secrets },
   };
 }
 
@@ -155,7 +155,6 @@ async function runAgentOn(
     }
     if (outcome.kind === "failed") {
       await finish({ status: "failed", diagnostic: outcome.diagnostic, ...usage }, log);
-      await recordSurface(records, invocationId, input.paths.surfaceDir);
       return { kind: "ended", end: { kind: "failed", diagnostic: outcome.diagnostic } };
     }
     await finish({ status: "skipped", diagnostic: outcome.diagnostic ?? null, ...usage }, log);

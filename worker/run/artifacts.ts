@@ -1,11 +1,12 @@
-import { closeSync, type Dirent, fstatSync, openSync, readdirSync, readSync } from "node:fs";
-import { extname, join, relative } from "node:path";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { extname, join } from "node:path";
 import type pg from "pg";
 import { type NewArtifact, upsertArtifact } from "../../db/artifacts.ts";
 import { newId } from "../../shared/ids.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { redactFileInPlace, replaceFileSync } from "./redact-file.ts";
 import { redactorFor } from "./run-secrets.ts";
+import { walkNoFollow } from "../../shared/no-follow.ts";
 
 /** Stored rendered text is capped: the file at `path` stays the source of truth. */
 const RENDER_LIMIT = 256 * 1024;
@@ -68,15 +69,7 @@ interface ArtifactEntry {
 function readHead(path: string): { head: Buffer; size: number } {
   const fd = openSync(path, "r");
   try {
-    const size = fstatSync(fd).size;
-    const head = Buffer.allocUnsafe(Math.min(size, RENDER_LIMIT + REDACT_OVERLAP));
-    let read = 0;
-    while (read < head.length) {
-      const n = readSync(fd, head, read, head.length - read, read);
-      if (n === 0) break;
-      read += n;
-    }
-    return { head: head.subarray(0, read), size };
+    return headOf(fd, fstatSync(fd).size);
   } finally {
     closeSync(fd);
   }
@@ -86,6 +79,17 @@ function readHead(path: string): { head: Buffer; size: number } {
  * A file as an artifact row: its size, its media type and its rendered text, redacted of the secrets
  * of its run (run-secrets.ts); undefined when nothing was written.
  */
+function headOf(fd: number, size: number): { head: Buffer; size: number } {
+  const head = Buffer.allocUnsafe(Math.min(size, RENDER_LIMIT + REDACT_OVERLAP));
+  let read = 0;
+  while (read < head.length) {
+    const n = readSync(fd, head, read, head.length - read, read);
+    if (n === 0) break;
+    read += n;
+  }
+  return { head: head.subarray(0, read), size };
+}
+
 export async function fileArtifact(entry: ArtifactEntry): Promise<NewArtifact | undefined> {
   let file: { head: Buffer; size: number };
   try {
@@ -164,27 +168,40 @@ export async function recordFileArtifact(db: pg.Pool, entry: ArtifactEntry): Pro
   if (artifact) await upsertArtifact(db, artifact);
 }
 
-/** The regular files under `dir` (a symbolic link is not one), listed on the event loop as the run's other small files are */
-function listFiles(dir: string): string[] {
-  let entries: Dirent[];
+/**
+ * Every regular file the run left in the surface directory, named `surface/<relative path>`. Read
+ * once the run's processes are gone (a sandboxed run's container is removed first), each file
+ * opened without following a link and kept only when fstat says it is a regular file: a link to a
+ * host file never becomes an artifact with that file's text, and a FIFO never blocks the worker.
+ * What is skipped gets a line in the worker's log, with the run's invocation.
+ */
+export async function recordSurface(
+  db: pg.Pool,
+  logger: Logger,
+  invocationId: string,
+  surfaceDir: string,
+): Promise<number> {
+  const artifacts: NewArtifact[] = [];
   try {
-    entries = readdirSync(dir, { withFileTypes: true, recursive: true });
-  } catch {
-    return []; // no surface directory (the run never got one): nothing to record
-  }
-  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name));
-}
-
-/** Every regular file the run left in the surface directory, named `surface/<relative path>`. */
-export async function recordSurface(db: pg.Pool, invocationId: string, surfaceDir: string): Promise<number> {
-  const files = listFiles(surfaceDir);
-  for (const file of files) {
-    await recordFileArtifact(db, {
-      invocationId,
-      taskId: null,
-      name: `surface/${relative(surfaceDir, file)}`,
-      path: file,
+    walkNoFollow(surfaceDir, {
+      visit(fd, stats, path) {
+        if (!stats.isFile()) return;
+        const { head, size } = headOf(fd, stats.size);
+        const entry = { invocationId, taskId: null, name: `surface/${path}`, path: join(surfaceDir, path) };
+        artifacts.push(artifactRow(entry, head, size));
+      },
+      skip({ path, kind }) {
+        logger.warn(`surface/${path} is a ${kind}, not a regular file: skipped, no artifact`, {
+          event: "run.surface_skipped",
+          invocation: invocationId,
+          path: `surface/${path}`,
+          kind,
+        });
+      },
     });
+  } catch {
+    return 0; // no surface directory (the run never got one): nothing to record
   }
-  return files.length;
+  for (const artifact of artifacts) await upsertArtifact(db, artifact);
+  return artifacts.length;
 }

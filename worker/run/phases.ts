@@ -1,6 +1,6 @@
 import { recordInvocationKnowledge } from "../../db/invocation-knowledge.ts";
 import { eventOfRun } from "../event/resolve.ts";
-import type { ProcessEngine } from "../exec/engine.ts";
+import type { RunEngines } from "../exec/engine.ts";
 import { openSandbox } from "../exec/sandbox/engine.ts";
 import { ClaimLostError } from "../outputs/delivery.ts";
 import { announceProgress } from "../outputs/progress.ts";
@@ -13,7 +13,7 @@ import { runGate } from "./output-gate.ts";
 import { openRunSecrets } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import type { RunDeps, RunEnd, RunInput, RunState } from "./types.ts";
-import { checkOutEvent } from "./workspace.ts";
+import { checkOutEvent, makeAgentDir } from "./workspace.ts";
 
 /**
  * One run's phases, in order: resolve the event → the output gate → prepare the workspace → setup
@@ -31,26 +31,38 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   await announceProgress(deps, { invocationId, triggerId: workload.trigger_id, pipeline, event });
   const cloneFailure = await checkOutEvent(deps.config, input.paths, event.context);
   if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
-  // where every process of the run runs: a container of its own when the pipeline declares a sandbox
+  // where each phase's processes run: on a sandboxed pipeline, a container for the setup steps and
+  // another for the agent; else the worker's host for both
   const { sandbox } = input.pipeline;
-  const engine: ProcessEngine = sandbox ? openSandbox(deps, sandbox, input) : deps.host;
+  const engines: RunEngines = sandbox
+    ? openSandbox(deps, sandbox, input)
+    : { setup: deps.host, agent: deps.host };
   // open before the first process: every artifact of the run from here on is redacted with them
   const secrets = openRunSecrets(input.invocationId, deps);
   const run: RunState = {
-    ...{ deps, input, event, engine, secrets },
+    ...{ deps, input, event, engines, secrets },
     env: eventEnvironment(input.paths, event, input.pipeline),
     knowledge: { passages: [] },
     seq: 0,
   };
+  let end: RunEnd;
   try {
-    const end = await runProcesses(run);
-    // a container that never started ends the run with its own diagnostic, whatever the phase made of it
-    const failure = engine.failure();
-    return failure && end.kind === "failed" ? { kind: "failed", diagnostic: failure } : end;
+    try {
+      end = await runProcesses(run);
+      // a container that never started ends the run with its own diagnostic, whatever the phase made of it
+      const failure = engines.setup.failure() ?? engines.agent.failure();
+      if (failure && end.kind === "failed") end = { kind: "failed", diagnostic: failure };
+    } finally {
+      await Promise.all([engines.setup.close(), engines.agent.close()]);
+    }
+    // read once no process of the run is alive: nothing can swap a file for a link while it is read
+    if (end.kind === "completed" || end.kind === "failed")
+      await recordSurface(deps.records, deps.logger, input.invocationId, input.paths.surfaceDir);
   } finally {
+    // after the surface: its artifacts are redacted with the run's values too
     secrets.close();
-    await engine.close();
   }
+  return end;
 }
 
 /** The phases that start processes: setup steps, then the agent and what follows it. */
@@ -81,6 +93,10 @@ async function runProcesses(run: RunState): Promise<RunEnd> {
       run.knowledgeUnrecorded = (await retrieve().catch(() => undefined))?.record;
       end = setupEnd;
     } else {
+      // every process the setup steps started is gone (a sandbox's setup container is removed)
+      // before the agent's folder is made, empty, for the agent alone
+      await run.engines.setup.close();
+      await makeAgentDir(input.paths);
       run.knowledge = await retrieve();
       run.knowledgeUnrecorded = run.knowledge.record;
       end = await runAgentPhases(run);
@@ -101,19 +117,15 @@ async function recordKnowledgeLeft(run: RunState): Promise<void> {
   await recordInvocationKnowledge(run.deps.records, run.input.invocationId, record);
 }
 
-/** The agent on the pipeline's targets, the result check, then the outputs. */
+/** The agent on the pipeline's targets, the result check, then the outputs (the surface is recorded after, by runInvocation). */
 async function runAgentPhases(run: RunState): Promise<RunEnd> {
   const { deps, input, event } = run;
-  const { records } = deps;
   let result: unknown = null;
   if (input.pipeline.targets.length > 0) {
     // the agent's result is checked and recorded with its task's end (agent.ts)
     const agent = await runAgentOnTargets(run);
     if (agent.kind === "ended") return agent.end;
-    if (agent.invalid) {
-      await recordSurface(records, input.invocationId, input.paths.surfaceDir);
-      return { kind: "failed", diagnostic: { ...agent.invalid, target: agent.target } };
-    }
+    if (agent.invalid) return { kind: "failed", diagnostic: { ...agent.invalid, target: agent.target } };
     result = agent.result;
     // a checked result is published before the run is recorded as completed, exactly once per key
     let unpublished: Awaited<ReturnType<typeof publishOutputs>>;
@@ -131,10 +143,8 @@ async function runAgentPhases(run: RunState): Promise<RunEnd> {
       throw error;
     }
     if (unpublished) {
-      await recordSurface(records, input.invocationId, input.paths.surfaceDir);
       return { kind: "failed", diagnostic: { ...unpublished, target: agent.target } };
     }
   }
-  await recordSurface(records, input.invocationId, input.paths.surfaceDir);
   return { kind: "completed", result };
 }

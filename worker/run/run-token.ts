@@ -1,4 +1,3 @@
-import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   type ApiTokenRow,
@@ -10,6 +9,7 @@ import {
 import type { Queryable } from "../../db/queryable.ts";
 import { DEFAULT_MAX_TURNS } from "../../shared/config/agent-tools.ts";
 import type { Pipeline, Target } from "../../shared/config/types.ts";
+import { writeFreshFile } from "../../shared/no-follow.ts";
 
 /** Scopes every run token carries: the tool protocol (read and write) and knowledge reads. */
 export const RUN_TOKEN_SCOPES = ["mcp:read", "mcp:write", "knowledge:read"];
@@ -34,7 +34,8 @@ export interface RunTokenRequest {
   /** the event came from outside the repository's team (worker/event/context.ts isOutsider) */
   outsider: boolean;
   worktree: string;
-  runDir: string;
+  /** the agent's own folder (Workspace.agentDir): mcp.json goes there */
+  agentDir: string;
   /** the token expires this long after issue should the worker die before revoking it */
   lifetimeMs: number;
   /** the agent's task row, and its role in an orchestrated run (orchestrator, or a task of depth 1) */
@@ -65,17 +66,16 @@ export function runTokenScopes(pipeline: Pick<Pipeline, "tools">): string[] {
 }
 
 /**
- * The `mcpServers` file agent CLIs load (`RUN_DIR/mcp.json`): one HTTP server, `svc`, with the run
- * token as bearer. It holds the token, so only the run's user may read it.
+ * The `mcpServers` file agent CLIs load (`mcp.json` in the agent's folder): one HTTP server, `svc`,
+ * with the run token as bearer. It holds the token, so only the agent's user may read it; an
+ * earlier attempt's agent may have left a link in its place, which is replaced, never written through.
  */
-export function writeMcpConfig(runDir: string, mcpUrl: string, token: string): string {
-  const file = join(runDir, "mcp.json");
+export function writeMcpConfig(agentDir: string, mcpUrl: string, token: string): string {
+  const file = join(agentDir, "mcp.json");
   const config = {
     mcpServers: { svc: { type: "http", url: mcpUrl, headers: { Authorization: `Bearer ${token}` } } },
   };
-  // the mode applies only to a new file: an attempt before this one may have left it
-  writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
+  writeFreshFile(file, `${JSON.stringify(config, null, 2)}\n`, 0o600);
   return file;
 }
 
@@ -112,7 +112,7 @@ export function newAgentToken(request: Omit<RunTokenRequest, "db">): RunToken {
   const mcpUrl = daemon ? `${daemon}/mcp` : "";
   const env: Record<string, string> = { SVC_AGENT_TOKEN: token };
   if (daemon) {
-    const config = writeMcpConfig(request.runDir, mcpUrl, token);
+    const config = writeMcpConfig(request.agentDir, mcpUrl, token);
     Object.assign(env, {
       SVC_DAEMON_URL: daemon,
       SVC_MCP_URL: mcpUrl,

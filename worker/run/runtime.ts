@@ -44,7 +44,7 @@ export function tokenRequest(
     repo: agent.event.context.repo,
     outsider: agent.event.context.outsider,
     worktree: paths.checkout,
-    runDir: paths.runDir,
+    agentDir: paths.agentDir,
     lifetimeMs: runTokenLifetimeMs(target),
     ...(binding ? { binding } : {}),
   };
@@ -98,7 +98,7 @@ export function startRuntime(
     default:
       return runAgentCli({
         ...{ ...common, target, prompt, engine },
-        ...{ cwd: paths.checkout, runDir: paths.runDir, configDir: deps.config.dir },
+        ...{ cwd: paths.checkout, agentDir: paths.agentDir, configDir: deps.config.dir },
         pipeline: agent.pipeline,
         runEnv: agent.env,
         access: token,

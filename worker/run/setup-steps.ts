@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { finishTask, startTask } from "../../db/tasks.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import { newId } from "../../shared/ids.ts";
-import { fileArtifact, recordSurface } from "./artifacts.ts";
+import { fileArtifact } from "./artifacts.ts";
 import { setupStepArgv } from "./environment.ts";
 import { stopped } from "./stopped.ts";
 import type { RunEnd, RunState } from "./types.ts";
@@ -13,11 +13,12 @@ function stepLabel(run: string): string {
 }
 
 /**
- * Each setup step as `sh -c <run>` in the worktree, on the run's engine, with the run's environment;
+ * Each setup step as `sh -c <run>` in the worktree, on the run's setup engine, with the run's environment;
  * the first failure ends the run. `onStarted` is called when a step's process exists.
  */
 export async function runSetupSteps(run: RunState, onStarted: () => void): Promise<RunEnd | undefined> {
-  const { deps, input, env, engine } = run;
+  const { deps, input, env } = run;
+  const engine = run.engines.setup;
   const { records } = deps;
   const { invocationId, paths, signal } = input;
   for (const [index, step] of input.pipeline.setup.entries()) {
@@ -59,7 +60,6 @@ export async function runSetupSteps(run: RunState, onStarted: () => void): Promi
       );
       const end = { status: "failed", exitCode: outcome.exitCode, diagnostic: failure } as const;
       await finishTask(records, taskId, end, { artifact: log });
-      await recordSurface(records, invocationId, paths.surfaceDir);
       return { kind: "failed", diagnostic: failure };
     }
     await finishTask(records, taskId, { status: "completed", exitCode: 0 }, { artifact: log });

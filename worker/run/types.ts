@@ -9,7 +9,7 @@ import type { Workspace } from "../../shared/workspace-layout.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
-import type { ProcessEngine } from "../exec/engine.ts";
+import type { ProcessEngine, RunEngines } from "../exec/engine.ts";
 import type { RunKnowledge } from "./knowledge.ts";
 import type { RunSecrets } from "./run-secrets.ts";
 
@@ -76,8 +76,8 @@ export interface RunState {
   deps: RunDeps;
   input: RunInput;
   event: ResolvedEvent;
-  /** where the run's processes run, chosen once before the first (phases.ts) */
-  engine: ProcessEngine;
+  /** where each phase's processes run, chosen once before the first (phases.ts) */
+  engines: RunEngines;
   /** the values its stored artifacts are redacted of: the worker's, and what the run was given */
   secrets: RunSecrets;
   /** the environment of every setup step, and the base of the agent's */

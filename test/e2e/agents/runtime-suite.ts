@@ -235,9 +235,9 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
         expect(page).toMatch(/# tool calls: .*submit_note/);
         expect(page).toContain("# turns: ");
         // the model API saw the credential and nothing else; never the run token
-        const runDir = await runDirOf(id);
+        const agentDir = join(await runDirOf(id), "..", "agent");
         const token = JSON.parse(
-          await readFile(join(runDir, "mcp.json"), "utf8"),
+          await readFile(join(agentDir, "mcp.json"), "utf8"),
         ).mcpServers.svc.headers.Authorization.replace("Bearer ", "");
         expect(token).toMatch(/^svct_/);
         const seen = fake.requests.filter((request) => request.key === KEYS.review);
@@ -249,8 +249,8 @@ export function describeAgentRuntime(runtime: AgentCliRuntime, fake: LoopbackMod
           expect(request.text).not.toContain(token);
           expect(JSON.stringify(request.headers)).not.toContain(token);
         }
-        // the CLI ran with a private HOME under RUN_DIR: the host's own agent configuration stayed out
-        expect((await stat(join(runDir, "agent-home"))).isDirectory()).toBe(true);
+        // the CLI ran with a private HOME in the agent's folder: the host's own agent configuration stayed out
+        expect((await stat(join(agentDir, "home"))).isDirectory()).toBe(true);
         await expect(stat(join(hostHome, "hook-ran"))).rejects.toThrow();
         for (const request of fake.requests) expect(request.text).not.toContain("HOST-AGENT-SENTINEL");
       });

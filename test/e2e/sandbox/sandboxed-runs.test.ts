@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { access, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { access, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -10,14 +10,9 @@ import { createInstanceKey, readInstanceKey } from "../../../shared/secrets/inst
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import {
-  buildProjectImages,
   engineSuiteUnavailable,
-  ensureEnginePackages,
-  imageCacheDir,
-  projectImagesKey,
-  pushAs,
   startAuthRegistry,
-  startTestEngine,
+  startEngineWithImages,
   type TestEngine,
 } from "../../support/sandbox-engine.ts";
 import { FakeAnthropic } from "../agents/fake-anthropic.ts";
@@ -106,33 +101,18 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
         () => true,
         () => false, // not yet
       );
+      // the setup steps' container runs; the agent's is created beside it, not started
       const containers = marked ? await containersOf(invocation) : [];
-      return containers[0]?.State === "running" ? { invocation, container: containers[0] } : undefined;
+      const setup = containers.find((c) => c.Labels["svc.role"] === "setup" && c.State === "running");
+      return setup ? { invocation, container: setup } : undefined;
     }, "the held run's step in its container");
 
   beforeAll(async () => {
-    await ensureEnginePackages();
     const started = Date.now();
-    // the registry's storage after the pushes below is cached, keyed by what the images are made of
-    const cached = join(imageCacheDir(), `registry-${await projectImagesKey()}`);
-    const hit = await access(cached).then(
-      () => true,
-      () => false, // not pushed on this machine yet
-    );
-    engine = await startTestEngine(hit ? cached : undefined);
-    const registry = `${engine.registryHost}/svc`;
-    if (!hit) {
-      await buildProjectImages(engine.docker, () => {});
-      await pushAs(engine.docker, "agent:default", `${registry}/agent:default`);
-      await pushAs(engine.docker, "studio:default", `${registry}/studio:default`);
-      // a variant in the same registry: `svc image pull` must leave it there
-      await pushAs(engine.docker, "agent:default", `${registry}/agent:gpu`);
-      await run("cp", ["-a", engine.registryRoot, `${cached}.partial-${process.pid}`]);
-      await rename(`${cached}.partial-${process.pid}`, cached);
-    }
-    // this host starts with no image at all: `svc image pull` must fetch what runs need
-    for (const image of await engine.docker.listImages())
-      for (const tag of image.RepoTags ?? []) await engine.docker.getImage(tag).remove();
+    const ready = await startEngineWithImages();
+    engine = ready.engine;
+    const { registry } = ready;
+    const hit = ready.cached;
     console.log(`sandbox images ready in the registry in ${Date.now() - started} ms (cached: ${hit})`);
 
     await anthropic.start();

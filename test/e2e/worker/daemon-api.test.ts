@@ -131,7 +131,7 @@ describe("the worker honours the daemon API (real processes, real Postgres)", ()
     );
     expect(agentEnv.SVC_DAEMON_URL).toBe(url);
     expect(agentEnv.SVC_MCP_URL).toBe(`${url}/mcp`);
-    expect(agentEnv.SVC_MCP_CONFIG).toBe(join(runDir, "mcp.json"));
+    expect(agentEnv.SVC_MCP_CONFIG).toBe(join(runDir, "..", "agent", "mcp.json"));
     const token = agentEnv.SVC_AGENT_TOKEN!;
     expect(agentEnv.SVC_MCP_TOKEN).toBe(token);
     expect(token).toMatch(/^svct_/);

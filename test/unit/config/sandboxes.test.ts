@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { readPipelineSandbox, readSandboxes } from "../../../shared/config/sandboxes.ts";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  readPipelineSandbox,
+  readSandboxes,
+} from "../../../shared/config/sandboxes.ts";
 import { ConfigFile } from "../../../shared/config/source.ts";
 import type { ConfigProblem } from "../../../shared/config/types.ts";
 
@@ -16,11 +20,20 @@ describe("sandboxes block", () => {
         engine: { socket: "/var/run/docker.sock" },
         network: "none",
         user: "1000:1000",
-        limits: {},
+        limits: { memoryBytes: 4 * 1024 ** 3, cpus: 2, pids: 1024, tmpfsBytes: 512 * 1024 ** 2 },
         images: {},
       },
       messages: [],
     });
+  });
+
+  it("keeps the default of every limit sandboxes.limits leaves out, tmpfs size included", () => {
+    const { settings, messages } = read({ sandboxes: { limits: { tmpfs: "1g", pids: 256 } } });
+    expect(messages).toEqual([]);
+    expect(settings.limits).toEqual({ ...DEFAULT_SANDBOX_LIMITS, tmpfsBytes: 1024 ** 3, pids: 256 });
+    expect(read({ sandboxes: { limits: { tmpfs: "1k" } } }).messages).toEqual([
+      'daemon.yaml: "sandboxes.limits.tmpfs" must be a size of at least 6m such as 512m or 4g (got "1k")',
+    ]);
   });
 
   it("takes the engine from DOCKER_HOST when no socket is configured, and the socket over it", () => {
@@ -58,7 +71,7 @@ describe("sandboxes block", () => {
       registryAuth: { username: "svc", secret: { kind: "stored", name: "registry/password" } },
       network: "svc-agents",
       mcpUrl: "http://svc-ingress:7420/mcp",
-      limits: { memoryBytes: 4 * 1024 ** 3, cpus: 2, pids: 512 },
+      limits: { ...DEFAULT_SANDBOX_LIMITS, memoryBytes: 4 * 1024 ** 3, cpus: 2, pids: 512 },
       images: {
         python: { name: "python", build: "images/python" },
         gpu: { name: "gpu", pull: "registry.example.com/svc/agent:gpu" },
@@ -76,7 +89,7 @@ describe("sandboxes block", () => {
     });
     expect(messages).toEqual([
       'daemon.yaml: "sandboxes.user" must be a numeric non-root <uid>:<gid> such as 1000:1000 (got "0:0") - a sandbox never runs as root',
-      'daemon.yaml: "sandboxes.limits.memory" must be a size such as 512m or 4g (got "lots")',
+      'daemon.yaml: "sandboxes.limits.memory" must be a size of at least 6m such as 512m or 4g (got "lots")',
       'daemon.yaml: "sandboxes.images.both" must set exactly one of "build" (a directory with a Dockerfile, relative to .svc/) and "pull" (an image reference)',
       'daemon.yaml: "sandboxes.images.out.build" must be a directory inside .svc/, written relative to it, e.g. images/out (got "../elsewhere")',
     ]);

@@ -10,7 +10,7 @@ import { codexPermissions } from "../../../worker/runtimes/agent-cli/confinement
 import { standaloneSchema } from "../../../worker/runtimes/agent-cli/result-schema.ts";
 
 const lines = (...events: unknown[]) => events.map((event) => JSON.stringify(event)).join("\n");
-const context = { runDir: "/nonexistent/run" } as CliContext;
+const context = { agentDir: "/nonexistent/agent" } as CliContext;
 
 describe("agent CLI runtimes: reading what the CLI said", () => {
   it("inlines handler schema ids so the CLI's structured-output mode gets one self-contained schema", () => {
@@ -152,7 +152,7 @@ describe("agent CLI runtimes: how the CLI is started", () => {
       env: { SVC_MCP_CONFIG: join(runDir, "mcp.json"), SVC_MCP_TOKEN: "svct_run_token" },
     };
     const context: CliContext = {
-      ...{ target, cwd, configDir: root, runDir, home: join(runDir, "agent-home"), access, runEnv: {} },
+      ...{ target, cwd, configDir: root, agentDir: runDir, home: join(runDir, "home"), access, runEnv: {} },
       key: "sk-secret-key",
       pipeline: {
         result: { schema: { type: "object" } },
@@ -183,7 +183,7 @@ describe("agent CLI runtimes: how the CLI is started", () => {
   it("claude-code on the host: settings that block reads and writes outside the worktree, deny what is beside it, and turn hooks off", async () => {
     const context = await launchContext("claude-code", "edit");
     const launch = await claudeCode.launch(context);
-    const file = join(context.runDir, "claude-settings.json");
+    const file = join(context.agentDir, "claude-settings.json");
     expect(launch.argv.join(" ")).toContain(`--settings ${file}`);
     expect(launch.argv[launch.argv.indexOf("--setting-sources") + 1]).toBe("");
     const settings = JSON.parse(await readFile(file, "utf8"));
@@ -198,7 +198,7 @@ describe("agent CLI runtimes: how the CLI is started", () => {
       },
     });
     const deny: string[] = settings.permissions.deny;
-    for (const beside of [join(root, "instance.key"), context.runDir, "/etc"])
+    for (const beside of [join(root, "instance.key"), context.agentDir, "/etc"])
       expect(deny).toEqual(
         expect.arrayContaining([`Read(/${beside})`, `Read(/${beside}/**)`, `Edit(/${beside}/**)`]),
       );

@@ -3,11 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_SANDBOX_LIMITS } from "../../../shared/config/sandboxes.ts";
 import { createLogger } from "../../../shared/logger.ts";
 import { openEngine } from "../../../shared/sandbox/engine.ts";
 import { workspacePaths } from "../../../shared/workspace-layout.ts";
-import { SandboxEngine } from "../../../worker/exec/sandbox/container.ts";
 import { containerEnvironment, pathMap } from "../../../worker/exec/sandbox/paths.ts";
+import { RunSandbox } from "../../../worker/exec/sandbox/sandbox.ts";
 
 describe("a run's processes inside its container", () => {
   const paths = workspacePaths("/srv/svc", "wl_1", "inv_1");
@@ -18,7 +19,7 @@ describe("a run's processes inside its container", () => {
         WORKTREE: paths.checkout,
         RUN_DIR: paths.runDir,
         SURFACE_DIR: paths.surfaceDir,
-        SVC_MCP_CONFIG: join(paths.runDir, "mcp.json"),
+        SVC_MCP_CONFIG: join(paths.agentDir, "mcp.json"),
         PATH: "/home/svc/.local/bin:/usr/bin",
         HOME: "/home/svc",
         REPO: "acme/widgets",
@@ -29,16 +30,17 @@ describe("a run's processes inside its container", () => {
       WORKTREE: "/svc/worktree",
       RUN_DIR: "/svc/run",
       SURFACE_DIR: "/svc/surface",
-      SVC_MCP_CONFIG: "/svc/run/mcp.json",
+      SVC_MCP_CONFIG: "/svc/agent/mcp.json",
       PATH: "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
       HOME: "/svc/home",
       REPO: "acme/widgets",
     });
   });
 
-  it("keep an agent CLI's private HOME under RUN_DIR", () => {
-    const env = containerEnvironment({ HOME: join(paths.runDir, "agent-home") }, pathMap(paths));
-    expect(env.HOME).toBe("/svc/run/agent-home");
+  it("keep an agent CLI's private HOME in the agent's folder, and none under RUN_DIR", () => {
+    const env = containerEnvironment({ HOME: join(paths.agentDir, "home") }, pathMap(paths));
+    expect(env.HOME).toBe("/svc/agent/home");
+    expect(containerEnvironment({ HOME: join(paths.runDir, "home") }, pathMap(paths)).HOME).toBe("/svc/home");
   });
 });
 
@@ -56,9 +58,13 @@ describe("a sandbox whose engine does not answer", () => {
     const paths = workspacePaths(dir, "wl_1", "inv_1");
     for (const path of [paths.checkout, paths.runDir, paths.surfaceDir, paths.logsDir])
       await mkdir(path, { recursive: true });
-    const sandbox = new SandboxEngine({
+    const { setup: sandbox } = new RunSandbox({
       docker: openEngine({ socket }),
-      settings: { engine: { socket }, network: "none", user: "1000:1000", limits: {}, images: {} },
+      settings: {
+        ...{ engine: { socket }, network: "none", user: "1000:1000" },
+        limits: DEFAULT_SANDBOX_LIMITS,
+        images: {},
+      },
       sandbox: { image: "agent:default", mounts: [] },
       configDir: dir,
       paths,

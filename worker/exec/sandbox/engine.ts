@@ -4,7 +4,8 @@ import type { Logger } from "../../../shared/logger.ts";
 import { engineLabel, openEngine } from "../../../shared/sandbox/engine.ts";
 import { sandboxSettings } from "../../../shared/sandbox/settings.ts";
 import type { Workspace } from "../../../shared/workspace-layout.ts";
-import { SandboxEngine } from "./container.ts";
+import type { RunEngines } from "../engine.ts";
+import { RunSandbox } from "./sandbox.ts";
 
 /** One engine client per engine address for the worker's life: dockerode keeps no connection open between calls. */
 const clients = new Map<string, Docker>();
@@ -20,18 +21,19 @@ export function dockerFor(settings: SandboxSettings): Docker {
 }
 
 /**
- * The process engine of a run whose pipeline declares `sandbox`: one container of the run's own,
- * started by the run's first process. A container that could not be started is the engine's
- * failure (sandbox_image_missing, sandbox_engine_unreachable), which the run reports whatever the
- * phase that first needed it made of the failed start.
+ * The process engines of a run whose pipeline declares `sandbox`: a container for its setup steps
+ * and another for its agent (sandbox.ts), each started by its phase's first process. A container
+ * that could not be made or started is the engines' failure (sandbox_image_missing,
+ * sandbox_engine_unreachable, sandbox_start_failed), which the run reports whatever the phase
+ * that first needed it made of the failed start.
  */
 export function openSandbox(
   run: { config: Readonly<ConfigSnapshot>; logger: Logger; workerId: string },
   sandbox: PipelineSandbox,
   where: { paths: Workspace; invocationId: string },
-): SandboxEngine {
+): RunEngines {
   const settings = sandboxSettings(run.config);
-  return new SandboxEngine({
+  const { setup, agent } = new RunSandbox({
     docker: dockerFor(settings),
     settings,
     sandbox,
@@ -40,4 +42,5 @@ export function openSandbox(
     workerId: run.workerId,
     logger: run.logger,
   });
+  return { setup, agent };
 }

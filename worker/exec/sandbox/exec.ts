@@ -10,7 +10,6 @@ import type { ChildExit, ChildSpec } from "../process.ts";
  * removed (a timeout or a cancellation); the exit code is then read from the engine.
  */
 export async function execInContainer(
-  docker: Docker,
   container: Docker.Container,
   spec: Omit<ChildSpec, "logFile"> & { logFile: string },
 ): Promise<ChildExit> {
@@ -51,7 +50,7 @@ export async function execInContainer(
       // a stream cut by the container's removal ends the exec like any other end
       stream.once("error", () => resolve());
     });
-    docker.modem.demuxStream(stream, sink(spec.captureStdout === true), sink(false));
+    container.modem.demuxStream(stream, sink(spec.captureStdout === true), sink(false));
     if (spec.stdin !== undefined) stream.end(spec.stdin);
     await ended;
     const exitCode = await exec

@@ -5,6 +5,8 @@ export const CONTAINER_PATHS = {
   checkout: "/svc/worktree",
   runDir: "/svc/run",
   surfaceDir: "/svc/surface",
+  /** the agent's own folder, mounted in the agent's container only */
+  agentDir: "/svc/agent",
 } as const;
 
 /** HOME of every process in a sandbox: a tmpfs, so nothing written there outlives the container. */
@@ -20,6 +22,7 @@ export function pathMap(paths: Workspace): PathMap {
     [paths.checkout, CONTAINER_PATHS.checkout],
     [paths.runDir, CONTAINER_PATHS.runDir],
     [paths.surfaceDir, CONTAINER_PATHS.surfaceDir],
+    [paths.agentDir, CONTAINER_PATHS.agentDir],
   ];
 }
 
@@ -32,13 +35,13 @@ export function inContainer(text: string, map: PathMap): string {
 
 /**
  * The environment a process gets inside the container: the same variables with container paths,
- * the container's PATH, and HOME on its tmpfs unless the runtime gave it a private HOME under
- * RUN_DIR (the agent CLIs do).
+ * the container's PATH, and HOME on its tmpfs unless the runtime gave it a private HOME in the
+ * agent's folder (the agent CLIs do).
  */
 export function containerEnvironment(env: Record<string, string>, map: PathMap): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(env)) out[name] = inContainer(value, map);
   out.PATH = CONTAINER_PATH;
-  if (!out.HOME?.startsWith(`${CONTAINER_PATHS.runDir}/`)) out.HOME = CONTAINER_HOME;
+  if (!out.HOME?.startsWith(`${CONTAINER_PATHS.agentDir}/`)) out.HOME = CONTAINER_HOME;
   return out;
 }

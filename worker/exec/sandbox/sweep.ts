@@ -3,8 +3,8 @@ import { runningInvocationWorkers } from "../../../db/invocations.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { engineStatus } from "../../../shared/sandbox/engine.ts";
 import { sandboxSettings } from "../../../shared/sandbox/settings.ts";
-import { LABELS } from "./container.ts";
 import { dockerFor } from "./engine.ts";
+import { LABELS } from "./options.ts";
 
 /**
  * Removes the sandbox containers no run owns any more, found by their `svc.invocation` label: the

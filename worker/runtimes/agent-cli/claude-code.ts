@@ -1,5 +1,5 @@
-import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { writeFreshFile } from "../../../shared/no-follow.ts";
 import { lastJsonObject } from "../../run/result-check.ts";
 import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
 import { claudeCodeSettings } from "./confinement.ts";
@@ -31,16 +31,16 @@ export const claudeCode: AgentCli = {
     argv.push("--permission-mode", "dontAsk", "--strict-mcp-config");
     if (access.env.SVC_MCP_CONFIG) argv.push("--mcp-config", access.env.SVC_MCP_CONFIG);
     if (!pipeline.sandbox) {
-      const file = join(context.runDir, "claude-settings.json");
+      const file = join(context.agentDir, "claude-settings.json");
       const settings = await claudeCodeSettings(context.cwd, pipeline.agentAccess ?? "read");
       // a file, not an argument: the deny rules name every path beside the worktree's parents,
       // which on a busy host can pass the kernel's limit for one argument
-      await writeFile(file, JSON.stringify(settings, null, 2), { mode: 0o600 });
+      writeFreshFile(file, JSON.stringify(settings, null, 2), 0o600);
       argv.push("--settings", file);
     }
     if (prompt.system) {
-      const file = join(context.runDir, "system-prompt.md");
-      await writeFile(file, prompt.system);
+      const file = join(context.agentDir, "system-prompt.md");
+      writeFreshFile(file, prompt.system, 0o644);
       argv.push("--append-system-prompt-file", file);
     }
     if (pipeline.result) argv.push("--json-schema", JSON.stringify(standaloneSchema(pipeline.result.schema)));

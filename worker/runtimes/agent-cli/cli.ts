@@ -13,7 +13,8 @@ export interface CliContext {
   cwd: string;
   /** the configuration directory, which holds the worktree (shared/workspace-layout.ts) */
   configDir: string;
-  runDir: string;
+  /** the agent's own folder, made empty after the setup steps: the CLI's files go here, never into RUN_DIR */
+  agentDir: string;
   /** the private HOME of this attempt (isolation.ts) */
   home: string;
   /** the run token and the daemon's tool endpoint; without an endpoint the CLI gets no svc tools */

@@ -1,5 +1,6 @@
 import { mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { readRegularFile, writeFreshFile } from "../../../shared/no-follow.ts";
 import { promptText } from "../../run/prompt.ts";
 import { lastJsonObject } from "../../run/result-check.ts";
 import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
@@ -29,10 +30,10 @@ export const codex: AgentCli = {
   command: "codex",
 
   async launch(context: CliContext) {
-    const { target, pipeline, access, runDir } = context;
+    const { target, pipeline, access, agentDir } = context;
     const codexHome = join(context.home, ".codex");
     await mkdir(codexHome, { recursive: true, mode: 0o700 });
-    const lastMessage = lastMessageFile(runDir);
+    const lastMessage = lastMessageFile(agentDir);
     await rm(lastMessage, { force: true });
     const provider = [
       `name="svc"`,
@@ -77,8 +78,8 @@ export const codex: AgentCli = {
     for (const override of overrides) argv.push("-c", override);
     argv.push("--output-last-message", lastMessage);
     if (pipeline.result) {
-      const schemaFile = join(runDir, "result-schema.json");
-      await writeFile(schemaFile, JSON.stringify(standaloneSchema(pipeline.result.schema), null, 2));
+      const schemaFile = join(agentDir, "result-schema.json");
+      writeFreshFile(schemaFile, JSON.stringify(standaloneSchema(pipeline.result.schema), null, 2), 0o644);
       argv.push("--output-schema", schemaFile);
     }
     argv.push("-");
@@ -133,12 +134,9 @@ export const codex: AgentCli = {
         summary,
       };
     }
-    let text: string | undefined;
-    try {
-      text = await readFile(lastMessageFile(context.runDir), "utf8");
-    } catch {
-      text = undefined; // Codex wrote no last message: no result, which the caller reports
-    }
+    // only a regular file Codex wrote: absent, a link (to a host file) or a FIFO is no result,
+    // which the caller reports
+    const text = readRegularFile(lastMessageFile(context.agentDir));
     const result = text === undefined ? undefined : lastJsonObject(text);
     return {
       ...(result ? { result } : {}),
@@ -149,6 +147,7 @@ export const codex: AgentCli = {
   },
 };
 
-function lastMessageFile(runDir: string): string {
-  return join(runDir, "last-message.txt");
+/** In the agent's folder, made empty after the setup steps: no step could have written it first. */
+function lastMessageFile(agentDir: string): string {
+  return join(agentDir, "last-message.txt");
 }

@@ -3,13 +3,14 @@ import { join } from "node:path";
 import type { RunAccess } from "../../run/run-token.ts";
 
 /**
- * A fresh, private HOME for one CLI run, under RUN_DIR: whatever the host's own user keeps in
- * ~/.claude, ~/.codex or ~/.config (settings, sessions, MCP servers, logins) is not there, and
- * what the CLI writes stays with the run. Written anew for every attempt, so a failed-over
- * credential's session does not carry into the next.
+ * A fresh, private HOME for one CLI run, in the agent's folder (never RUN_DIR, which the setup
+ * steps write): whatever the host's own user keeps in ~/.claude, ~/.codex or ~/.config
+ * (settings, sessions, MCP servers, logins) is not there, and what the CLI writes stays with the
+ * run. Written anew for every attempt, so a failed-over credential's session does not carry into
+ * the next.
  */
-export async function freshHome(runDir: string): Promise<string> {
-  const home = join(runDir, "agent-home");
+export async function freshHome(agentDir: string): Promise<string> {
+  const home = join(agentDir, "home");
   await rm(home, { recursive: true, force: true });
   await mkdir(home, { recursive: true, mode: 0o700 });
   return home;

@@ -22,7 +22,8 @@ export interface AgentCliRunInput {
   cwd: string;
   /** the configuration directory: on the host, Codex's profile hides it (confinement.ts) */
   configDir: string;
-  runDir: string;
+  /** the agent's own folder: its HOME, its token file, its CLI's files (Workspace.agentDir) */
+  agentDir: string;
   runEnv: Record<string, string>;
   access: RunAccess;
   cooldowns: CredentialCooldowns;
@@ -52,7 +53,7 @@ export async function runAgentCli(input: AgentCliRunInput): Promise<AgentOutcome
     if (!cooldowns.isUsable(target.name, credential.name)) continue;
     const key = secrets.get(target.name, credential.name);
     if (key === undefined) continue;
-    const home = await freshHome(input.runDir);
+    const home = await freshHome(input.agentDir);
     const context: CliContext = { ...input, home, key };
     const launch = await cli.launch(context);
     await appendFile(

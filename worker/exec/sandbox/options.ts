@@ -1,0 +1,68 @@
+import type Docker from "dockerode";
+import type { PipelineSandbox, SandboxSettings } from "../../../shared/config/types.ts";
+import type { Logger } from "../../../shared/logger.ts";
+import type { Workspace } from "../../../shared/workspace-layout.ts";
+import { CONTAINER_HOME, CONTAINER_PATHS } from "./paths.ts";
+
+/** What a run's sandbox is made from. */
+export interface SandboxRequest {
+  docker: Docker;
+  settings: SandboxSettings;
+  sandbox: PipelineSandbox;
+  configDir: string;
+  paths: Workspace;
+  invocationId: string;
+  workerId: string;
+  logger: Logger;
+}
+
+/** The labels the sweeper finds a worker's containers by, and the part of the run a container is for. */
+export const LABELS = { invocation: "svc.invocation", worker: "svc.worker", role: "svc.role" } as const;
+
+/** Which of a run's two containers: its setup steps', or its agent's (docs/operations.md, "Sandboxed runs"). */
+export type SandboxRole = "setup" | "agent";
+
+/**
+ * One container of the run: the worktree, RUN_DIR and SURFACE_DIR mounted (and the agent's own
+ * folder in the agent's container only), an idle process under the engine's init, never root,
+ * every capability dropped, a read-only root with sized tmpfs, and the run's limits.
+ */
+export function createOptions(
+  request: SandboxRequest,
+  role: SandboxRole,
+  image: string,
+  user: string,
+): Docker.ContainerCreateOptions {
+  const { settings, sandbox, paths, invocationId, workerId } = request;
+  const binds = [
+    `${paths.checkout}:${CONTAINER_PATHS.checkout}:rw`,
+    `${paths.runDir}:${CONTAINER_PATHS.runDir}:rw`,
+    `${paths.surfaceDir}:${CONTAINER_PATHS.surfaceDir}:rw`,
+    ...(role === "agent" ? [`${paths.agentDir}:${CONTAINER_PATHS.agentDir}:rw`] : []),
+    ...sandbox.mounts.map((mount) => `${mount.host}:${mount.container}:${mount.readOnly ? "ro" : "rw"}`),
+  ];
+  const { memoryBytes, cpus, pids, tmpfsBytes } = settings.limits;
+  const tmpfs = `rw,nosuid,nodev,size=${tmpfsBytes},mode=1777`;
+  return {
+    Image: image,
+    // an idle process keeps the container up; the run's processes are execs beside it
+    Entrypoint: ["sleep"],
+    Cmd: ["infinity"],
+    User: user,
+    WorkingDir: CONTAINER_PATHS.checkout,
+    Labels: { [LABELS.invocation]: invocationId, [LABELS.worker]: workerId, [LABELS.role]: role },
+    HostConfig: {
+      Binds: binds,
+      NetworkMode: sandbox.network ?? settings.network,
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges"],
+      ReadonlyRootfs: true,
+      Tmpfs: { "/tmp": tmpfs, [CONTAINER_HOME]: tmpfs },
+      Init: true,
+      Memory: memoryBytes,
+      MemorySwap: memoryBytes,
+      NanoCpus: Math.round(cpus * 1e9),
+      PidsLimit: pids,
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import type Docker from "dockerode";
+import { type Diagnostic, diagnostic } from "../../../shared/diagnostics.ts";
+import {
+  engineLabel,
+  engineStatus,
+  engineUnreachableMessage,
+  imageExists,
+  isEngineUnreachable,
+} from "../../../shared/sandbox/engine.ts";
+import { ensureVariant, variantOf } from "../../../shared/sandbox/images.ts";
+import { type ContainerSource, SandboxEngine, type SandboxLog } from "./container.ts";
+import { handOver } from "./handover.ts";
+import { createOptions, type SandboxRequest, type SandboxRole } from "./options.ts";
+import { containerUser, type NumericUser } from "./user.ts";
+
+/**
+ * A sandboxed run's two containers, from one image: the setup steps' and the agent's, each the
+ * process engine of its phase (`setup`, `agent`). The agent's container is created while setup
+ * runs but started only once the setup container is removed, with every process a step left
+ * behind; only the agent's container mounts the agent's folder (its run token, its HOME, its
+ * result file). The run's folders are handed to the container's user before either starts, and
+ * the agent's folder again before each agent process, never by path (handover.ts).
+ */
+export class RunSandbox implements ContainerSource {
+  readonly setup: SandboxEngine;
+  readonly agent: SandboxEngine;
+  readonly #request: SandboxRequest;
+  #image: Promise<string | undefined> | undefined;
+  #user: Promise<string> | undefined;
+  #owner: NumericUser | undefined;
+  #handedOver = false;
+  readonly #created = new Map<SandboxRole, Promise<Docker.Container>>();
+  readonly #removals = new Map<SandboxRole, Promise<void>>();
+  /** why a container could not be made or started: the run's diagnostic */
+  #failure: Diagnostic | undefined;
+
+  constructor(request: SandboxRequest) {
+    this.#request = request;
+    this.setup = new SandboxEngine(this, "setup", request.paths);
+    this.agent = new SandboxEngine(this, "agent", request.paths);
+  }
+
+  failure(): Diagnostic | undefined {
+    return this.#failure;
+  }
+
+  /** The agent reaches the daemon at sandboxes.mcp_url: the worker's own address may mean nothing inside. */
+  daemonUrl(workerUrl: string | undefined): string | undefined {
+    const { mcpUrl } = this.#request.settings;
+    return mcpUrl ? mcpUrl.replace(/\/mcp$/, "") : workerUrl;
+  }
+
+  removed(role: SandboxRole): boolean {
+    return this.#removals.has(role);
+  }
+
+  /**
+   * The role's container, started; undefined (with `failure`) when it could not be. The agent's
+   * starts only after the setup container's removal has ended, so nothing a step started is alive.
+   */
+  async start(role: SandboxRole, log: SandboxLog): Promise<Docker.Container | undefined> {
+    if (role === "agent") await this.remove("setup");
+    if (this.removed(role)) return undefined;
+    const { settings, sandbox, paths } = this.#request;
+    try {
+      this.#image ??= this.#makeImage(log);
+      const image = await this.#image;
+      if (!image) return undefined;
+      this.#user ??= this.#userOf(image);
+      const user = await this.#user;
+      const container = await this.#create(role, image, user);
+      // created while the setup steps run, so the agent's start costs only the start; an error
+      // in making it comes back when the agent starts
+      if (role === "setup") this.#create("agent", image, user).catch(() => {});
+      this.#owner ??= await containerUser(container, user);
+      if (!this.#handedOver) {
+        for (const dir of [paths.checkout, paths.runDir, paths.surfaceDir]) handOver(dir, this.#owner);
+        this.#handedOver = true;
+      }
+      if (role === "agent") handOver(paths.agentDir, this.#owner);
+      if (this.removed(role)) return undefined;
+      await container.start();
+      await log(
+        `started ${image} as container ${container.id.slice(0, 12)} on ${engineLabel(settings.engine)}`,
+      );
+      return container;
+    } catch (error) {
+      if (isEngineUnreachable(error)) {
+        this.#failure = diagnostic(
+          "sandbox_engine_unreachable",
+          engineUnreachableMessage(settings.engine, error),
+        );
+      } else {
+        const message = `starting the sandbox container from ${sandbox.image} failed: ${(error as Error).message}`;
+        this.#failure = diagnostic("sandbox_start_failed", message);
+      }
+      await log(this.#failure.message).catch(() => {});
+      return undefined;
+    }
+  }
+
+  /** Before each agent process: what the worker wrote for it (its token file, a fresh HOME) becomes the container user's. */
+  handOverAgentFiles(): void {
+    if (this.#owner) handOver(this.#request.paths.agentDir, this.#owner);
+  }
+
+  /**
+   * Removes the role's container (force: every process in it is killed first); every call waits
+   * for the one removal. A removal the engine refuses is logged and left to the sweeper, which
+   * finds the container by its labels.
+   */
+  remove(role: SandboxRole): Promise<void> {
+    let removal = this.#removals.get(role);
+    if (removal) return removal;
+    removal = (async () => {
+      // a container still being created is removed once it exists
+      const container = await this.#created.get(role)?.catch(() => undefined);
+      await container?.remove({ force: true, v: true });
+    })().catch((error) => {
+      if (engineStatus(error) === 404) return; // already gone
+      this.#request.logger.warn("removing the sandbox container failed; the sweeper removes it later", {
+        event: "sandbox.remove_failed",
+        invocation: this.#request.invocationId,
+        role,
+        error: (error as Error).message,
+      });
+    });
+    this.#removals.set(role, removal);
+    return removal;
+  }
+
+  #create(role: SandboxRole, image: string, user: string): Promise<Docker.Container> {
+    let created = this.#created.get(role);
+    if (!created) {
+      created = this.#request.docker.createContainer(createOptions(this.#request, role, image, user));
+      this.#created.set(role, created);
+    }
+    return created;
+  }
+
+  /** The image, made first if it is a variant this host lacks; undefined (with `failure`) when it is missing. */
+  async #makeImage(log: SandboxLog): Promise<string | undefined> {
+    const { docker, settings, sandbox, configDir } = this.#request;
+    const variant = variantOf(sandbox.image);
+    const spec = variant ? settings.images[variant] : undefined;
+    if (spec) {
+      try {
+        await ensureVariant(docker, configDir, spec, (line) => void log(line));
+      } catch (error) {
+        if (isEngineUnreachable(error)) throw error;
+        const how =
+          "build" in spec ? `fix the Dockerfile in .svc/${spec.build}` : `check the reference ${spec.pull}`;
+        const message = `making the sandbox image ${sandbox.image} failed: ${(error as Error).message} - ${how}; the run's log holds the progress`;
+        this.#failure = diagnostic("sandbox_image_missing", message, { field: "sandbox.image" });
+        return undefined;
+      }
+    } else if (!(await imageExists(docker, sandbox.image))) {
+      const fix = settings.registry
+        ? "run `svc image pull` on this host (it fetches agent:default and studio:default from sandboxes.registry)"
+        : 'set "sandboxes.registry" in daemon.yaml and run `svc image pull` on this host, or build the image from deploy/images and tag it';
+      this.#failure = diagnostic(
+        "sandbox_image_missing",
+        `the sandbox image ${sandbox.image} is not on the container engine at ${engineLabel(settings.engine)} - ${fix}`,
+        { field: "sandbox.image" },
+      );
+      return undefined;
+    }
+    return sandbox.image;
+  }
+
+  /** The image's own USER when it is not root, else `sandboxes.user`: never root inside. */
+  async #userOf(image: string): Promise<string> {
+    const info = await this.#request.docker.getImage(image).inspect();
+    const own = info.Config?.User?.trim() ?? "";
+    const name = own.split(":")[0];
+    return own && name !== "root" && name !== "0" ? own : this.#request.settings.user;
+  }
+}
