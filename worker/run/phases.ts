@@ -13,7 +13,7 @@ import { runGate } from "./output-gate.ts";
 import { openRunSecrets } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import type { RunDeps, RunEnd, RunInput, RunState } from "./types.ts";
-import { checkOutEvent, makeAgentDir } from "./workspace.ts";
+import { checkOutEvent, emptyAgentDir } from "./workspace.ts";
 
 /**
  * One run's phases, in order: resolve the event → the output gate → prepare the workspace → setup
@@ -93,10 +93,11 @@ async function runProcesses(run: RunState): Promise<RunEnd> {
       run.knowledgeUnrecorded = (await retrieve().catch(() => undefined))?.record;
       end = setupEnd;
     } else {
-      // every process the setup steps started is gone (a sandbox's setup container is removed)
-      // before the agent's folder is made, empty, for the agent alone
-      await run.engines.setup.close();
-      await makeAgentDir(input.paths);
+      // the setup container's removal goes on beside what follows; the agent's first process starts
+      // once every process in it is gone (exec/sandbox/sandbox.ts), and the run's end awaits it.
+      // The agent's folder, which no setup container mounts, is emptied for the agent alone
+      void run.engines.setup.close();
+      await emptyAgentDir(input.paths);
       run.knowledge = await retrieve();
       run.knowledgeUnrecorded = run.knowledge.record;
       end = await runAgentPhases(run);

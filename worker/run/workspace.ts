@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdirSync, rmdirSync } from "node:fs";
+import { mkdirSync, readdirSync, rmdirSync } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -56,20 +56,22 @@ function makeRunDirectories(paths: Workspace, emptyCheckout: boolean): void {
 }
 
 /**
- * The agent's folder, empty and new (0700), made once the setup steps' processes are gone: what the
- * agent gets there (its token file, its HOME, its CLI's result file) nothing of the setup steps
- * wrote or can reach. Removing the old one follows no link inside it.
+ * The agent's folder, emptied once the setup steps ended: what the agent gets there (its token
+ * file, its HOME, its CLI's result file) nothing of the setup steps wrote (no setup container
+ * mounts it) or left behind. The folder itself is kept: a sandbox's agent container, started
+ * beside the setup steps, mounts this very directory. Removing what is in it follows no link.
  */
-export async function makeAgentDir(paths: Workspace): Promise<void> {
+export async function emptyAgentDir(paths: Workspace): Promise<void> {
+  let names: string[];
   try {
-    // the usual case, an empty folder made with the run's others: two system calls, synchronously
-    rmdirSync(paths.agentDir);
+    // the usual case, an empty folder made with the run's others: one system call, synchronously
+    names = readdirSync(paths.agentDir);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    // ENOTEMPTY (an earlier attempt's) or anything else: the recursive removal handles it, or says why not
-    if (code !== "ENOENT") await rm(paths.agentDir, { recursive: true, force: true });
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    mkdirSync(paths.agentDir, { mode: 0o700 });
+    return;
   }
-  mkdirSync(paths.agentDir, { mode: 0o700 });
+  for (const name of names) await rm(join(paths.agentDir, name), { recursive: true, force: true });
 }
 
 /**

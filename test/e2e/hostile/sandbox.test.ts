@@ -31,14 +31,20 @@ if (unavailable) console.warn(`hostile sandbox suite skipped: ${unavailable}`);
  * environment and the run token file wherever it may be, over and over, into RUN_DIR.
  */
 const SNOOP_STEP = `setsid sh -c 'touch "$RUN_DIR/snooping"; while :; do
+  date +%s%N > "$RUN_DIR/heartbeat"
   for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f"; done >> "$RUN_DIR/snooped.txt" 2>/dev/null
   cat /svc/run/mcp.json /svc/agent/mcp.json >> "$RUN_DIR/snooped.txt" 2>/dev/null
   sleep 0.05
 done' </dev/null >/dev/null 2>&1 &
 until [ -e "$RUN_DIR/snooping" ]; do sleep 0.05; done
 hostname > "$RUN_DIR/setup-host.txt"`;
-/** The agent: holds its key in its environment for two seconds, then answers from where it ran. */
-const KEYED_AGENT = `cat > /dev/null; sleep 2; echo "{\\"agent\\": true, \\"host\\": \\"$(hostname)\\"}"`;
+/**
+ * The agent: holds its key in its environment for two seconds, then answers from where it ran and
+ * whether anything of the setup steps still ran meanwhile (the snooper's heartbeat moved).
+ */
+const KEYED_AGENT = `cat > /dev/null; before=$(cat "$RUN_DIR/heartbeat"); sleep 2; after=$(cat "$RUN_DIR/heartbeat")
+[ "$before" = "$after" ] && alive=false || alive=true
+echo "{\\"agent\\": true, \\"host\\": \\"$(hostname)\\", \\"setupAlive\\": $alive}"`;
 
 /**
  * A detached writer of a forged Codex result: whenever a last message appears where Codex is told
@@ -227,7 +233,8 @@ worker:
     expect(token).toMatch(/^Bearer svct_/);
     expect(snooped.includes(token.replace("Bearer ", ""))).toBe(false);
     const setupHost = (await readFile(join(run, "setup-host.txt"), "utf8")).trim();
-    expect(invocation.result).toEqual({ agent: true, host: expect.any(String) });
+    // nothing of the setup steps ran beside the agent, and the agent ran in another container
+    expect(invocation.result).toEqual({ agent: true, host: expect.any(String), setupAlive: false });
     expect((invocation.result as { host: string }).host).not.toBe(setupHost);
     for (const artifact of found.artifacts) {
       expect(artifact.rendered ?? "").not.toContain(AGENT_KEY);
@@ -302,14 +309,17 @@ worker:
     expect(await containersOf(invocation.id)).toEqual([]);
   }, 120_000);
 
-  it("every container of a run has the default pids, memory, CPU and tmpfs limits; the agent's is created while setup runs", async () => {
+  it("every container of a run has the default pids, memory, CPU and tmpfs limits; the agent's is started idle while setup runs", async () => {
     const id = await postWebhook(url, "hold-hook", HOOK, {});
     const held = await waitFor(async () => {
       const { workloads, invocations } = await lineage(pool, id);
       const invocation = invocations[0]?.id as string | undefined;
       if (!invocation) return undefined;
-      const running = (await containersOf(invocation)).find((c) => c.State === "running");
-      return running ? { workloads, invocation, setup: running } : undefined;
+      // the setup steps' container (one without a role label: the run's only container)
+      const running = (await containersOf(invocation)).filter((c) => c.State === "running");
+      const setup =
+        running.find((c) => c.Labels["svc.role"] === "setup") ?? running.find((c) => !c.Labels["svc.role"]);
+      return setup ? { workloads, invocation, setup } : undefined;
     }, "the held run's setup container");
     const limits = async (containerId: string) => {
       const { HostConfig } = await engine.docker.getContainer(containerId).inspect();
@@ -325,14 +335,26 @@ worker:
       });
     };
     await limits(held.setup.Id);
-    // the agent's container is made while the setup steps run, with the same limits, and not started
+    // the agent's container is made and started while the setup steps run, with the same limits,
+    // and no process of the run in it: only the engine's init and the idle process
     const agent = await waitFor(
-      async () => (await containersOf(held.invocation)).find((c) => c.Labels["svc.role"] === "agent"),
+      async () =>
+        (await containersOf(held.invocation)).find(
+          (c) => c.Labels["svc.role"] === "agent" && c.State === "running",
+        ),
       "the agent's container beside the setup steps'",
     );
     expect(held.setup.Labels["svc.role"]).toBe("setup");
-    expect(agent.State).toBe("created");
     await limits(agent.Id);
+    const top = (await engine.docker.getContainer(agent.Id).top({ ps_args: "-o pid,args" })) as {
+      Titles: string[];
+      Processes: string[][];
+    };
+    const args = top.Titles.indexOf("COMMAND");
+    expect(top.Processes.map((row) => row[args]).sort()).toEqual([
+      "/sbin/docker-init -- sleep infinity",
+      "sleep infinity",
+    ]);
     // the limit holds inside: the cgroup the step runs in says so
     const exec = await engine.docker.getContainer(held.setup.Id).exec({
       Cmd: ["/bin/sh", "-c", "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max"],

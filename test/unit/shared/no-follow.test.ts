@@ -1,5 +1,6 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import {
+  chownSync,
   lstatSync,
   mkdirSync,
   mkdtempSync,
@@ -82,6 +83,38 @@ describe("files someone else may have written", () => {
       expect(statSync(outside).uid).toBe(0);
       expect(statSync(dir).uid).toBe(0);
       expect(lstatSync(join(root, "link")).uid).toBe(0);
+    },
+  );
+
+  it.skipIf(process.getuid?.() !== 0)(
+    "a worker that may not give files away fails, naming the fix, and opens nothing to everyone",
+    () => {
+      const root = mkdtempSync(join(dir, "nobody-"));
+      writeFileSync(join(root, "f"), "x", { mode: 0o600 });
+      for (const path of [dir, root, join(root, "f")]) chownSync(path, 65534, 65534);
+      const handover = join(
+        import.meta.dirname,
+        "..",
+        "..",
+        "..",
+        "worker",
+        "exec",
+        "sandbox",
+        "handover.ts",
+      );
+      const script = `import { handOver } from ${JSON.stringify(handover)};
+try { handOver(${JSON.stringify(root)}, { uid: 1000, gid: 1000 }); console.log("handed over"); }
+catch (error) { console.log(error.constructor.name + ": " + error.message); }`;
+      const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+        uid: 65534,
+        gid: 65534,
+        encoding: "utf8",
+      });
+      chownSync(dir, 0, 0);
+      expect(child.stdout.trim()).toBe(
+        "HandOverError: the worker (uid 65534) may not give the run's folders to the container's user 1000:1000 - run the worker as root, or as uid 1000 (the container's user: the image's USER, else \"sandboxes.user\"); svc never opens them to every user instead",
+      );
+      for (const path of [root, join(root, "f")]) expect(statSync(path).mode & 0o077).toBe(0);
     },
   );
 });

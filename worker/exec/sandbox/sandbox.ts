@@ -15,9 +15,9 @@ import { containerUser, type NumericUser } from "./user.ts";
 
 /**
  * A sandboxed run's two containers, from one image: the setup steps' and the agent's, each the
- * process engine of its phase (`setup`, `agent`). The agent's container is created while setup
- * runs but started only once the setup container is removed, with every process a step left
- * behind; only the agent's container mounts the agent's folder (its run token, its HOME, its
+ * process engine of its phase (`setup`, `agent`). The agent's container is made and started while
+ * setup runs, idle, and gets its first process only once the setup container has stopped, with
+ * every process a step left behind (its removal goes on beside the agent); only it mounts the agent's folder (its run token, its HOME, its
  * result file). The run's folders are handed to the container's user before either starts, and
  * the agent's folder again before each agent process, never by path (handover.ts).
  */
@@ -29,8 +29,10 @@ export class RunSandbox implements ContainerSource {
   #user: Promise<string> | undefined;
   #owner: NumericUser | undefined;
   #handedOver = false;
-  readonly #created = new Map<SandboxRole, Promise<Docker.Container>>();
+  readonly #readies = new Map<SandboxRole, Promise<Docker.Container | undefined>>();
+  readonly #created = new Map<SandboxRole, Docker.Container>();
   readonly #removals = new Map<SandboxRole, Promise<void>>();
+  readonly #stops = new Map<SandboxRole, Promise<void>>();
   /** why a container could not be made or started: the run's diagnostic */
   #failure: Diagnostic | undefined;
 
@@ -55,31 +57,19 @@ export class RunSandbox implements ContainerSource {
   }
 
   /**
-   * The role's container, started; undefined (with `failure`) when it could not be. The agent's
-   * starts only after the setup container's removal has ended, so nothing a step started is alive.
+   * The role's container, started; undefined (with `failure`) when it could not be. The agent's is
+   * made and started beside the setup steps (with no process of the run in it: it mounts nothing
+   * they can write but what they share with it), and handed its first process only once the setup
+   * container has stopped, so nothing a step started is alive.
    */
   async start(role: SandboxRole, log: SandboxLog): Promise<Docker.Container | undefined> {
-    if (role === "agent") await this.remove("setup");
     if (this.removed(role)) return undefined;
-    const { settings, sandbox, paths } = this.#request;
+    const { settings, sandbox } = this.#request;
     try {
-      this.#image ??= this.#makeImage(log);
+      if (role === "agent") await this.#stopped("setup");
+      const container = await this.#ready(role, log);
+      if (!container) return undefined;
       const image = await this.#image;
-      if (!image) return undefined;
-      this.#user ??= this.#userOf(image);
-      const user = await this.#user;
-      const container = await this.#create(role, image, user);
-      // created while the setup steps run, so the agent's start costs only the start; an error
-      // in making it comes back when the agent starts
-      if (role === "setup") this.#create("agent", image, user).catch(() => {});
-      this.#owner ??= await containerUser(container, user);
-      if (!this.#handedOver) {
-        for (const dir of [paths.checkout, paths.runDir, paths.surfaceDir]) handOver(dir, this.#owner);
-        this.#handedOver = true;
-      }
-      if (role === "agent") handOver(paths.agentDir, this.#owner);
-      if (this.removed(role)) return undefined;
-      await container.start();
       await log(
         `started ${image} as container ${container.id.slice(0, 12)} on ${engineLabel(settings.engine)}`,
       );
@@ -99,9 +89,75 @@ export class RunSandbox implements ContainerSource {
     }
   }
 
+  /**
+   * The role's container made, its folders handed to its user while none of its processes runs,
+   * and started; once per role. The first to need the image makes it, with its progress in `log`.
+   */
+  #ready(role: SandboxRole, log: SandboxLog): Promise<Docker.Container | undefined> {
+    let ready = this.#readies.get(role);
+    if (ready) return ready;
+    const { paths } = this.#request;
+    ready = (async () => {
+      this.#image ??= this.#makeImage(log);
+      const image = await this.#image;
+      if (!image) return undefined;
+      this.#user ??= this.#userOf(image);
+      const user = await this.#user;
+      const container = await this.#request.docker.createContainer(
+        createOptions(this.#request, role, image, user),
+      );
+      this.#created.set(role, container);
+      this.#owner ??= await containerUser(container, user);
+      // before the first container starts: no process of the run is alive yet
+      if (!this.#handedOver) {
+        for (const dir of [paths.checkout, paths.runDir, paths.surfaceDir]) handOver(dir, this.#owner);
+        this.#handedOver = true;
+      }
+      // the agent's container is made and started beside the setup container's start and steps, so
+      // the agent waits for little more than the setup container's stop; an error in making it
+      // comes back when the agent starts
+      if (role === "setup") this.#ready("agent", log).catch(() => {});
+      // no setup container mounts the agent's folder
+      if (role === "agent") handOver(paths.agentDir, this.#owner);
+      if (this.removed(role)) return undefined;
+      await container.start();
+      return container;
+    })();
+    this.#readies.set(role, ready);
+    return ready;
+  }
+
   /** Before each agent process: what the worker wrote for it (its token file, a fresh HOME) becomes the container user's. */
   handOverAgentFiles(): void {
     if (this.#owner) handOver(this.#request.paths.agentDir, this.#owner);
+  }
+
+  /**
+   * Every process of the role's container gone: the container killed (SIGKILL to its init ends its
+   * whole PID namespace) and stopped; its removal may still be under way beside what comes next.
+   * Throws when the engine cannot say the container stopped (the agent's then does not start).
+   */
+  #stopped(role: SandboxRole): Promise<void> {
+    let stop = this.#stops.get(role);
+    if (stop) return stop;
+    const gone = (error: unknown) => {
+      // 404: removed already; 409: not running (never started, or stopped already)
+      if (engineStatus(error) !== 404 && engineStatus(error) !== 409) throw error;
+    };
+    stop = (async () => {
+      // a container still being made is stopped once it exists
+      await this.#readies.get(role)?.catch(() => undefined);
+      const container = this.#created.get(role);
+      if (!container) return;
+      await container.kill().catch(gone);
+      const state = await container.inspect().then(
+        (info) => info.State,
+        (error) => gone(error),
+      );
+      if (state?.Running) await container.wait({ condition: "not-running" }).catch(gone);
+    })();
+    this.#stops.set(role, stop);
+    return stop;
   }
 
   /**
@@ -113,9 +169,9 @@ export class RunSandbox implements ContainerSource {
     let removal = this.#removals.get(role);
     if (removal) return removal;
     removal = (async () => {
-      // a container still being created is removed once it exists
-      const container = await this.#created.get(role)?.catch(() => undefined);
-      await container?.remove({ force: true, v: true });
+      // a container still being made or started is removed once it is
+      await this.#readies.get(role)?.catch(() => undefined);
+      await this.#created.get(role)?.remove({ force: true, v: true });
     })().catch((error) => {
       if (engineStatus(error) === 404) return; // already gone
       this.#request.logger.warn("removing the sandbox container failed; the sweeper removes it later", {
@@ -127,15 +183,6 @@ export class RunSandbox implements ContainerSource {
     });
     this.#removals.set(role, removal);
     return removal;
-  }
-
-  #create(role: SandboxRole, image: string, user: string): Promise<Docker.Container> {
-    let created = this.#created.get(role);
-    if (!created) {
-      created = this.#request.docker.createContainer(createOptions(this.#request, role, image, user));
-      this.#created.set(role, created);
-    }
-    return created;
   }
 
   /** The image, made first if it is a variant this host lacks; undefined (with `failure`) when it is missing. */

@@ -1,0 +1,165 @@
+/**
+ * Sandbox overhead (`npm run bench -- sandbox`; needs root: it starts its own dockerd, as the
+ * sandbox e2e suite does, from test/support/sandbox-engine.ts). All measured in this one run, on one
+ * engine, round by round, so the machine's load weighs on every figure alike:
+ * - baseline: the floor of `docker run --rm` of agent:default with `true` (create, start, wait,
+ *   remove through the Engine API, as the worker talks to it);
+ * - a sandboxed no-op run as the worker's run phases drive its engines (worker/exec/sandbox): one
+ *   setup step `true`, the setup engine closed (not awaited, as phases.ts does), a `command`-style agent
+ *   that reads its prompt on stdin and prints `{}`, then both engines closed (containers removed).
+ *   The database and queue work around a run is the same sandboxed or not, and left out.
+ * - with SVC_BENCH_COMPARE=<another checkout> (e.g. `git archive main` in /tmp with node_modules
+ *   linked), the same no-op run on that checkout's worker/exec/sandbox too, interleaved: e.g. one
+ *   container per run (before) against two (after).
+ * Figures: median and minimum wall time of each, and each median's ratio to the `docker run` floor.
+ */
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { DEFAULT_SANDBOX_LIMITS } from "../shared/config/sandboxes.ts";
+import type { ConfigSnapshot, PipelineSandbox } from "../shared/config/types.ts";
+import { createLogger } from "../shared/logger.ts";
+import { workspacePaths } from "../shared/workspace-layout.ts";
+import {
+  engineSuiteUnavailable,
+  pullTagged,
+  startEngineWithImages,
+  type TestEngine,
+} from "../test/support/sandbox-engine.ts";
+import type { ProcessEngine } from "../worker/exec/engine.ts";
+
+const ROUNDS = Number(process.env.BENCH_SAMPLES ?? 10);
+const IMAGE = "agent:default";
+
+const wallMs = () => performance.timeOrigin + performance.now();
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
+
+/** `openSandbox` of a checkout: this one's gives two engines, an older one's may give one for both phases. */
+type OpenSandbox = (
+  run: { config: Readonly<ConfigSnapshot>; logger: ReturnType<typeof createLogger>; workerId: string },
+  sandbox: PipelineSandbox,
+  where: { paths: ReturnType<typeof workspacePaths>; invocationId: string },
+) => ProcessEngine | { setup: ProcessEngine; agent: ProcessEngine };
+
+async function dockerRun(engine: TestEngine): Promise<number> {
+  const started = wallMs();
+  const container = await engine.docker.createContainer({
+    Image: IMAGE,
+    Entrypoint: ["true"],
+    HostConfig: { NetworkMode: "none" },
+  });
+  await container.start();
+  await container.wait();
+  await container.remove({ force: true });
+  return wallMs() - started;
+}
+
+async function sandboxedRun(
+  open: OpenSandbox,
+  engine: TestEngine,
+  root: string,
+  round: number,
+): Promise<number> {
+  const invocationId = `inv_bench_${round}_${Math.random().toString(36).slice(2, 8)}`;
+  const paths = workspacePaths(root, "wl_bench", invocationId);
+  for (const dir of [paths.checkout, paths.runDir, paths.surfaceDir, paths.agentDir, paths.logsDir])
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+  const config = {
+    dir: root,
+    sandboxes: {
+      engine: { socket: engine.socket },
+      network: "none",
+      user: "1000:1000",
+      limits: { ...DEFAULT_SANDBOX_LIMITS },
+      images: {},
+    },
+  } as unknown as ConfigSnapshot;
+  const logger = createLogger({ role: "worker", format: "json", level: "error" });
+  const started = wallMs();
+  const opened = open(
+    { config, logger, workerId: "bench" },
+    { image: IMAGE, mounts: [] },
+    { paths, invocationId },
+  );
+  const engines = "setup" in opened ? opened : { setup: opened, agent: opened };
+  try {
+    const step = await engines.setup.run({
+      argv: ["/bin/sh", "-c", "true"],
+      cwd: paths.checkout,
+      env: { WORKTREE: paths.checkout, RUN_DIR: paths.runDir },
+      logFile: join(paths.logsDir, "setup-0.log"),
+      truncate: true,
+    });
+    if (step.exitCode !== 0) throw new Error(`the setup step failed: ${JSON.stringify(step)}`);
+    // as phases.ts does between the phases (the removal goes on beside the agent's start); one
+    // engine for both (one container) has nothing to close yet
+    if (engines.setup !== engines.agent) void engines.setup.close();
+    const agent = await engines.agent.run({
+      argv: ["/bin/sh", "-c", "cat > /dev/null; echo '{}'"],
+      cwd: paths.checkout,
+      env: { WORKTREE: paths.checkout },
+      stdin: "the prompt",
+      logFile: join(paths.logsDir, "transcript.log"),
+      captureStdout: true,
+    });
+    if (agent.exitCode !== 0 || agent.stdout.trim() !== "{}")
+      throw new Error(`the agent failed: ${JSON.stringify(agent)}`);
+  } finally {
+    await Promise.all([engines.setup.close(), engines.agent.close()]);
+  }
+  return wallMs() - started;
+}
+
+async function main(): Promise<void> {
+  const unavailable = engineSuiteUnavailable();
+  if (unavailable) {
+    console.log(`sandbox benchmark skipped: ${unavailable}`);
+    return;
+  }
+  const ready = await startEngineWithImages();
+  const { engine } = ready;
+  const root = await mkdtemp(join(tmpdir(), "svc-bench-sandbox-"));
+  try {
+    await pullTagged(engine, ready.registry, IMAGE);
+    const here = (await import("../worker/exec/sandbox/engine.ts")).openSandbox as unknown as OpenSandbox;
+    const compareDir = process.env.SVC_BENCH_COMPARE;
+    const other = compareDir
+      ? ((await import(join(compareDir, "worker", "exec", "sandbox", "engine.ts")))
+          .openSandbox as OpenSandbox)
+      : undefined;
+    const samples = { floor: [] as number[], here: [] as number[], other: [] as number[] };
+    // one untimed round of each first: the image's layers into the page cache, the modules' code compiled
+    await dockerRun(engine);
+    await sandboxedRun(here, engine, root, -1);
+    if (other) await sandboxedRun(other, engine, root, -2);
+    for (let round = 0; round < ROUNDS; round++) {
+      samples.floor.push(await dockerRun(engine));
+      samples.here.push(await sandboxedRun(here, engine, root, round));
+      if (other) samples.other.push(await sandboxedRun(other, engine, root, round));
+    }
+    const floor = median(samples.floor);
+    const line = (name: string, values: number[]) =>
+      `${name}: median ${fmt(median(values))} (min ${fmt(Math.min(...values))}), ${(median(values) / floor).toFixed(2)}x the docker run floor`;
+    console.log(
+      `load average ${loadavg()
+        .map((value) => value.toFixed(2))
+        .join(" ")}; ${ROUNDS} rounds`,
+    );
+    console.log(
+      `baseline docker run --rm ${IMAGE} true: median ${fmt(floor)} (min ${fmt(Math.min(...samples.floor))})`,
+    );
+    console.log(line("sandboxed no-op run, this checkout", samples.here));
+    if (other) {
+      console.log(line(`sandboxed no-op run, ${compareDir}`, samples.other));
+      console.log(
+        `this checkout against ${compareDir}: ${fmt(median(samples.here) - median(samples.other))} per run (medians)`,
+      );
+    }
+  } finally {
+    await rm(root, { recursive: true, force: true });
+    await engine.stop();
+  }
+}
+
+await main();
