@@ -4,9 +4,9 @@ import type pg from "pg";
 import { type NewArtifact, upsertArtifact } from "../../db/artifacts.ts";
 import { newId } from "../../shared/ids.ts";
 import type { Logger } from "../../shared/logger.ts";
+import { walkNoFollow } from "../../shared/no-follow.ts";
 import { redactFileInPlace, replaceFileSync } from "./redact-file.ts";
 import { redactorFor } from "./run-secrets.ts";
-import { walkNoFollow } from "../../shared/no-follow.ts";
 
 /** Stored rendered text is capped: the file at `path` stays the source of truth. */
 const RENDER_LIMIT = 256 * 1024;

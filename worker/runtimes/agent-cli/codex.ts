@@ -1,4 +1,4 @@
-import { mkdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
+import { mkdir, realpath, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { readRegularFile, writeFreshFile } from "../../../shared/no-follow.ts";
 import { promptText } from "../../run/prompt.ts";
