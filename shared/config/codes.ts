@@ -13,7 +13,8 @@ export const CONFIG_CODES = {
   yaml_syntax: "a file is not valid YAML (or its frontmatter is not)",
   frontmatter_missing: "a Markdown file lacks the `---` frontmatter block",
   removed_key: "a key, value, file or directory removed or renamed by a release",
-  unknown_key: "a key svc does not know (usually a typo); it is ignored",
+  unknown_key:
+    "a key svc does not know (usually a typo); a warning, and the key is ignored, except where a key would change nothing the operator expects (under `lifecycle`, on a runtime it does not apply to): an error",
   required: "a required key is missing",
   invalid_type: "a value has the wrong type",
   invalid_value: "a value is outside the allowed values or format",

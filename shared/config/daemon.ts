@@ -3,6 +3,7 @@ import { readAuth } from "./daemon/auth.ts";
 import { readChannels } from "./daemon/channels.ts";
 import { declaredNames } from "./daemon/declared-names.ts";
 import { readHostTools } from "./daemon/host-tools.ts";
+import { checkLifecycle } from "./daemon/lifecycle.ts";
 import { readQueue } from "./daemon/queue.ts";
 import { readRepos } from "./daemon/repos.ts";
 import { readServer } from "./daemon/server.ts";
@@ -37,6 +38,7 @@ const TOP_LEVEL = [
   "log",
   "sandboxes",
   // containers of removed keys only: their removed children are reported, the rest is ignored
+  // (except under lifecycle, which holds nothing: see daemon/lifecycle.ts)
   "defaults",
   "lifecycle",
   "agents",
@@ -47,6 +49,7 @@ const TOP_LEVEL = [
 export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv): DaemonSettings {
   const root: YamlMap = data === null || data === undefined ? {} : (mapping(f, data, []) ?? {});
   checkKeys(f, root, [], TOP_LEVEL);
+  checkLifecycle(f, root);
   const declared = declaredNames(root);
 
   const targets = readTargets(f, root);

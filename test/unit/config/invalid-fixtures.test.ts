@@ -268,6 +268,11 @@ const CASES: [string, string, string][] = [
     'daemon.yaml: "run" in a host tool was removed in 0.9.0 - declare "exec" (an explicit executable path) and "args" (a list, one argv element each, $name substitution, no shell)',
   ],
   [
+    "lifecycle-unknown-key",
+    "unknown_key",
+    'daemon.yaml: unknown key "lifecycle.on_start" - "lifecycle" allows no keys: its only key, "lifecycle.retrieve", was removed in 0.3.7 (its tuning moved to "knowledge.retrieval"), and svc has no lifecycle hooks (a command to run before a run\'s agent is a pipeline "setup" step); delete it',
+  ],
+  [
     "removed-lifecycle-retrieve",
     "removed_key",
     'daemon.yaml: "lifecycle.retrieve" was removed in 0.3.7 - move its tuning to "knowledge.retrieval" (engine, topK, minScore, rewrite.targets)',
