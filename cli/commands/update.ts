@@ -1,8 +1,9 @@
 import { Command, Flags } from "@oclif/core";
 import semver from "semver";
 import { notesBetween, type Release } from "../update/changelog.ts";
+import { foreignRelease } from "../update/identity.ts";
 import { installation } from "../update/installation.ts";
-import { installGlobal, NpmError, publishedVersions, registry } from "../update/npm.ts";
+import { installGlobal, NpmError, publishedVersions, registry, releaseManifest } from "../update/npm.ts";
 
 export interface UpdateJson {
   name: string;
@@ -26,7 +27,9 @@ export default class Update extends Command {
     "Asks the registry npm is configured with (`npm config get registry`; npm's own settings such as " +
     "npm_config_registry apply) for the releases of this package, compares them with the installed version, " +
     "and installs the newest (or --version) with `npm install --global <name>@<version>` into the prefix svc is " +
-    "installed under. The running daemon keeps its version until `svc daemon restart`. Prints the migration " +
+    "installed under. A release whose package.json does not name this package and carry its project marker " +
+    '(`"svc": { "project": ... }`) is refused before anything is installed. ' +
+    "The running daemon keeps its version until `svc daemon restart`. Prints the migration " +
     "notes of every release in between (from the package's CHANGELOG.md) and the next steps of the standard " +
     "upgrade. --check only reports what is available.";
   static override examples = [
@@ -79,6 +82,16 @@ export default class Update extends Command {
       say(`${self.name} ${self.version} is installed, the newest release on ${await registry(process.env)}`);
       return json;
     }
+    // whose package the release is, from its own manifest, before it is offered or installed
+    let refusal: string | undefined;
+    try {
+      const found = await releaseManifest(self.name, target, process.env);
+      refusal = foreignRelease(found, self, await registry(process.env));
+    } catch (error) {
+      if (error instanceof NpmError) this.error(error.message, { exit: 1 });
+      throw error;
+    }
+    if (refusal) this.error(refusal, { exit: 1 });
     if (flags.check) {
       say(
         `${self.name} ${target} is available (installed: ${self.version}); run \`svc update\` to install it`,

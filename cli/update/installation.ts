@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The svc package this CLI runs from. */
@@ -8,8 +8,15 @@ export interface Installation {
   name: string;
   version: string;
   /**
-   * npm's global prefix the package is installed under (`<prefix>/lib/node_modules/<name>`), or
-   * undefined when svc runs from a source checkout, which `svc update` cannot replace.
+   * The marker every svc release carries in its package.json (`"svc": { "project": ... }`), which
+   * `svc update` asks of a release before installing it: the name alone is no proof, since another
+   * package can hold it on another registry (the public `svc` is an SVG converter).
+   */
+  project?: string;
+  /**
+   * npm's global prefix the package is installed under (`<prefix>/lib/node_modules/<name>`, a
+   * scoped name being two directories), or undefined when svc runs from a source checkout, which
+   * `svc update` cannot replace.
    */
   prefix?: string;
 }
@@ -20,13 +27,14 @@ export function installation(root = PACKAGE_ROOT): Installation {
   const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
     name: string;
     version: string;
+    svc?: { project?: unknown };
   };
-  const modules = dirname(root);
-  const prefix =
-    basename(root) === manifest.name &&
-    basename(modules) === "node_modules" &&
-    basename(dirname(modules)) === "lib"
-      ? dirname(dirname(modules))
-      : undefined;
-  return { root, name: manifest.name, version: manifest.version, ...(prefix ? { prefix } : {}) };
+  const installedAt = `${sep}${join("lib", "node_modules", ...manifest.name.split("/"))}`;
+  const prefix = root.endsWith(installedAt) ? root.slice(0, -installedAt.length) || sep : undefined;
+  const project = typeof manifest.svc?.project === "string" ? manifest.svc.project : undefined;
+  return {
+    ...{ root, name: manifest.name, version: manifest.version },
+    ...(project ? { project } : {}),
+    ...(prefix ? { prefix } : {}),
+  };
 }

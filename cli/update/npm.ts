@@ -33,6 +33,45 @@ export async function publishedVersions(name: string, env: NodeJS.ProcessEnv): P
   return { ...(answer["dist-tags"]?.latest ? { latest: answer["dist-tags"].latest } : {}), versions };
 }
 
+/** What a release says of itself in its package.json, as the registry serves it. */
+export interface ReleaseManifest {
+  name?: unknown;
+  version?: unknown;
+  description?: unknown;
+  svc?: unknown;
+}
+
+/**
+ * `npm view <name>@<version> name version description svc --json`: the fields of one release's
+ * manifest that tell whose package it is (cli/update/identity.ts), read before anything is installed.
+ */
+export async function releaseManifest(
+  name: string,
+  version: string,
+  env: NodeJS.ProcessEnv,
+): Promise<ReleaseManifest> {
+  const spec = `${name}@${version}`;
+  let stdout: string;
+  try {
+    ({ stdout } = await execFileAsync(
+      "npm",
+      ["view", spec, "name", "version", "description", "svc", "--json"],
+      {
+        env,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+    ));
+  } catch (error) {
+    const failed = error as NodeJS.ErrnoException & { stdout?: string; stderr?: string };
+    if (failed.code === "ENOENT") throw new NpmError("npm is not on PATH; svc updates itself with npm");
+    const reason = npmErrorSummary(failed.stdout, failed.stderr);
+    throw new NpmError(`npm could not read ${spec} from the registry (${await registry(env)}): ${reason}`);
+  }
+  // one release asked for, several fields: npm answers one object (nothing at all for no match)
+  const answer: unknown = stdout.trim() ? JSON.parse(stdout) : {};
+  return typeof answer === "object" && answer !== null && !Array.isArray(answer) ? answer : {};
+}
+
 /** The registry npm is configured with, for messages. */
 export async function registry(env: NodeJS.ProcessEnv): Promise<string> {
   try {

@@ -17,8 +17,11 @@ import { listTarball } from "./tarball.ts";
  */
 const execFileAsync = promisify(execFile);
 const PATH = `${join(ROOT, "node_modules/.bin")}:${process.env.PATH ?? ""}`;
-const version = (JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as { version: string })
-  .version;
+const { name, version } = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as {
+  name: string;
+  version: string;
+};
+const nameRe = name.replace(/[./]/g, "\\$&");
 const next = version.replace(/\.(\d+)$/, (_, patch: string) => `.${Number(patch) + 1}`);
 
 let work: string;
@@ -109,7 +112,7 @@ beforeAll(async () => {
 
   const upstream = (await execFileAsync("npm", ["config", "get", "registry"])).stdout.trim();
   registry = await startRegistry({
-    name: "svc",
+    name,
     tarballs: { [version]: tarball, [next]: nextTarball },
     latest: next,
     upstream,
@@ -165,10 +168,10 @@ describe("the npm package", () => {
   it("installs into a prefix and runs from there", async () => {
     expectOk(await run("npm", ["install", "--global", "--prefix", prefix, tarball], env));
     const ran = expectOk(await installed(["--version"]));
-    expect(ran.stdout).toMatch(new RegExp(`^svc/${version.replace(/\./g, "\\.")} `));
+    expect(ran.stdout).toMatch(new RegExp(`^${nameRe}/${version.replace(/\./g, "\\.")} `));
     expect(ran.stderr).toBe("");
     const validate = await installed(
-      ["config", "validate", "--dir", join(prefix, "lib/node_modules/svc/examples/reference/.svc")],
+      ["config", "validate", "--dir", join(prefix, "lib/node_modules", name, "examples/reference/.svc")],
       {
         DEPLOY_HOOK_TOKEN: "a",
         LINEAR_WEBHOOK_SECRET: "b",
@@ -210,20 +213,22 @@ describe("svc update against a registry on loopback", () => {
     url = (JSON.parse(started.stdout) as { url: string }).url;
     const check = expectOk(await installed(["update", "--check"], { npm_config_registry: registry.url }));
     expect(check.stdout).toContain(
-      `svc ${next} is available (installed: ${version}); run \`svc update\` to install it`,
+      `${name} ${next} is available (installed: ${version}); run \`svc update\` to install it`,
     );
-    expect(registry.requests).toContain("/svc");
-    expect(expectOk(await installed(["--version"])).stdout).toContain(`svc/${version} `);
+    expect(registry.requests).toContain(`/${name}`);
+    expect(expectOk(await installed(["--version"])).stdout).toContain(`${name}/${version} `);
   }, 300_000);
 
   it("installs the newer release into the prefix, prints its notes and the next steps", async () => {
     const update = expectOk(await installed(["update"], { npm_config_registry: registry.url }));
-    expect(update.stdout).toContain(`installing svc@${next} with npm into ${prefix} (installed: ${version})`);
+    expect(update.stdout).toContain(
+      `installing ${name}@${next} with npm into ${prefix} (installed: ${version})`,
+    );
     expect(update.stdout).toContain(`\n## ${next}\nMigration: nothing to migrate (the test release).\n`);
     expect(update.stdout).not.toContain(`## ${version}\n`);
     expect(update.stdout).toContain("svc config migrate --dry-run");
     expect(update.stdout).toContain("svc daemon restart");
-    expect(expectOk(await installed(["--version"])).stdout).toContain(`svc/${next} `);
+    expect(expectOk(await installed(["--version"])).stdout).toContain(`${name}/${next} `);
   }, 600_000);
 
   it("leaves the running daemon on its version until svc daemon restart", async () => {
@@ -243,11 +248,76 @@ describe("svc update against a registry on loopback", () => {
 
   it("says when the installed release is the newest", async () => {
     const check = expectOk(await installed(["update", "--check"], { npm_config_registry: registry.url }));
-    expect(check.stdout).toContain(`svc ${next} is installed, the newest release on ${registry.url}`);
+    expect(check.stdout).toContain(`${name} ${next} is installed, the newest release on ${registry.url}`);
     const missing = await installed(["update", "--version", "9.9.9"], { npm_config_registry: registry.url });
     expect(missing.code).toBe(1);
     // oclif wraps the error over lines prefixed with " ›" and highlights it
     const message = stripVTControlCharacters(missing.stderr).replace(/\s*›\s*/g, " ");
-    expect(message).toContain(`svc@9.9.9 is not published on ${registry.url} - the newest is ${next}`);
+    expect(message).toContain(`${name}@9.9.9 is not published on ${registry.url} - the newest is ${next}`);
+  }, 120_000);
+});
+
+describe("svc update against a registry that serves someone else's package under svc's name", () => {
+  // what the public registry's `svc` is: an unrelated program, here at a higher version than ours
+  const DESCRIPTION = "Scalable Vector Converter - A small SVG to inline CSS converter.";
+  const stranger = next.replace(/\.(\d+)$/, (_, patch: string) => `.${Number(patch) + 1}`);
+  let foreign: FakeRegistry;
+  let ran: string;
+
+  beforeAll(async () => {
+    const dir = join(work, "stranger");
+    await mkdir(dir);
+    ran = join(work, "stranger-ran");
+    // installed, it would run its own code as the operator (a postinstall script and an `svc` bin)
+    await writeFile(
+      join(dir, "package.json"),
+      JSON.stringify({
+        name,
+        version: stranger,
+        description: DESCRIPTION,
+        bin: { svc: "cli.js" },
+        scripts: { postinstall: `node -e "require('fs').writeFileSync('${ran}', 'ran')"` },
+      }),
+    );
+    await writeFile(join(dir, "cli.js"), "#!/usr/bin/env node\nconsole.log('svg converted');\n");
+    const packed = expectOk(
+      await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work, "--json"], {}, dir),
+    );
+    const strangerTarball = join(work, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);
+    foreign = await startRegistry({
+      name,
+      tarballs: { [stranger]: strangerTarball },
+      latest: stranger,
+      upstream: (await execFileAsync("npm", ["config", "get", "registry"])).stdout.trim(),
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await foreign?.close();
+  });
+
+  it("refuses it by its own manifest, names what it found, and installs nothing", async () => {
+    const before = expectOk(await installed(["--version"])).stdout;
+    for (const args of [["update"], ["update", "--check"], ["update", "--version", stranger]]) {
+      const refused = await installed(args, { npm_config_registry: foreign.url });
+      expect(refused.code, `${args.join(" ")}\n${refused.stdout}\n${refused.stderr}`).toBe(1);
+      const message = stripVTControlCharacters(refused.stderr).replace(/\s*›\s*/g, " ");
+      expect(message).toContain(
+        `refusing to install ${name}@${stranger} ("${DESCRIPTION}") from ${foreign.url}: it is not svc - ` +
+          `its package.json lacks "svc": { "project": "svc-daemon" }, which every svc release carries.`,
+      );
+      expect(message).toContain("nothing was installed");
+      expect(refused.stdout).not.toContain("installing");
+    }
+    // npm read the packument and nothing else: no tarball fetched, no script run, svc unchanged
+    expect(foreign.requests.filter((path) => path.endsWith(".tgz"))).toEqual([]);
+    expect(foreign.requests).toContain(`/${name}`);
+    await expect(readFile(ran, "utf8")).rejects.toThrow();
+    expect(expectOk(await installed(["--version"])).stdout).toBe(before);
+    const manifest = JSON.parse(
+      await readFile(join(prefix, "lib/node_modules", name, "package.json"), "utf8"),
+    ) as { version: string; description: string };
+    expect(manifest).toMatchObject({ version: next });
+    expect(manifest.description).not.toBe(DESCRIPTION);
   }, 120_000);
 });

@@ -5,9 +5,11 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A real npm registry on loopback for one package: it serves that package's packument and tarballs
- * as the public registry does (`GET /<name>`, `GET /<name>/-/<name>-<version>.tgz`, with `dist.integrity`
- * and `dist.shasum`), and passes every other request (the package's dependencies) through to
- * `upstream`, the registry npm is configured with, so npm can resolve them as usual.
+ * as the public registry does (`GET /<name>` - npm asks for a scoped name as `/@scope%2fname` -, and
+ * `GET /<name>/-/<unscoped name>-<version>.tgz`, with `dist.integrity` and `dist.shasum`; each version's
+ * manifest is the tarball's own package.json, custom fields included), and passes every other request
+ * (the package's dependencies) through to `upstream`, the registry npm is configured with, so npm can
+ * resolve them as usual.
  */
 export interface FakeRegistry {
   url: string;
@@ -32,28 +34,45 @@ export async function startRegistry(options: {
     manifests.set(version, await extractPackageJson(path));
   }
   const requests: string[] = [];
+  const unscoped = options.name.replace(/^@[^/]+\//, "");
+  const published = new Date();
   let base = "";
   const server: Server = createServer(async (req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
     requests.push(path);
     if (path === `/${options.name}`) {
       const versions: Record<string, unknown> = {};
+      const time: Record<string, string> = {};
       for (const [version, bytes] of tarballs) {
+        time[version] = published.toISOString();
         versions[version] = {
           ...manifests.get(version),
+          _id: `${options.name}@${version}`,
           dist: {
-            tarball: `${base}/${options.name}/-/${options.name}-${version}.tgz`,
+            tarball: `${base}/${options.name}/-/${unscoped}-${version}.tgz`,
             shasum: createHash("sha1").update(bytes).digest("hex"),
             integrity: `sha512-${createHash("sha512").update(bytes).digest("base64")}`,
           },
         };
       }
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ name: options.name, "dist-tags": { latest: options.latest }, versions }));
+      const latest = manifests.get(options.latest) ?? {};
+      res.end(
+        JSON.stringify({
+          _id: options.name,
+          name: options.name,
+          description: latest.description,
+          "dist-tags": { latest: options.latest },
+          versions,
+          time: { created: published.toISOString(), modified: published.toISOString(), ...time },
+        }),
+      );
       return;
     }
-    const tarball = /^\/[^/]+\/-\/[^/]+-(\d+\.\d+\.\d+[^/]*)\.tgz$/.exec(path);
-    if (tarball && path.startsWith(`/${options.name}/-/`)) {
+    const tarball = new RegExp(
+      `^/${literal(options.name)}/-/${literal(unscoped)}-(\\d+\\.\\d+\\.\\d+[^/]*)\\.tgz$`,
+    ).exec(path);
+    if (tarball) {
       const bytes = tarballs.get(tarball[1]!);
       if (!bytes) {
         res.writeHead(404, { "content-type": "application/json" }).end('{"error":"Not found"}');
@@ -82,4 +101,8 @@ export async function startRegistry(options: {
     requests,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+}
+
+function literal(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }

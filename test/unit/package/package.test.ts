@@ -1,8 +1,10 @@
-import { readFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import semver from "semver";
 import { describe, expect, it } from "vitest";
 import { parseChangelog } from "../../../cli/update/changelog.ts";
+import { foreignRelease } from "../../../cli/update/identity.ts";
 import { installation } from "../../../cli/update/installation.ts";
 import { splitCommand } from "../../../shared/config/migrate/steps/host-tool-command.ts";
 import { convertOutput } from "../../../shared/config/migrate/steps/outputs.ts";
@@ -10,6 +12,8 @@ import { convertOutput } from "../../../shared/config/migrate/steps/outputs.ts";
 const ROOT = join(import.meta.dirname, "../../..");
 const pkg = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as {
   name: string;
+  bin: Record<string, string>;
+  svc: { project: string };
   version: string;
   private?: boolean;
   engines: { node: string };
@@ -29,6 +33,14 @@ describe("package.json", () => {
     expect(pkg.files.some((entry) => entry.startsWith("test"))).toBe(false);
   });
 
+  it("is published under a name of its own, with the svc command and the project marker svc update checks", () => {
+    // the unscoped `svc` on the public registry is an unrelated SVG converter
+    expect(pkg.name).toBe("@svc-daemon/svc");
+    expect(Object.keys(pkg.bin)).toEqual(["svc"]);
+    expect(pkg.svc).toEqual({ project: "svc-daemon" });
+    expect(installation(ROOT)).toMatchObject({ name: pkg.name, project: "svc-daemon" });
+  });
+
   it("CHANGELOG.md starts with this release and carries the history of every release", async () => {
     const releases = parseChangelog(await readFile(join(ROOT, "CHANGELOG.md"), "utf8"));
     expect(releases[0]!.version).toBe(pkg.version);
@@ -40,9 +52,65 @@ describe("package.json", () => {
 });
 
 describe("installation", () => {
-  it("finds the npm prefix of a global install, and none for a checkout", () => {
+  it("finds the npm prefix of a global install, and none for a checkout", async () => {
     expect(installation(ROOT).prefix).toBeUndefined();
     expect(installation(ROOT).version).toBe(pkg.version);
+    const prefix = await mkdtemp(join(tmpdir(), "svc-prefix-"));
+    try {
+      // a scoped name is installed two directories deep: <prefix>/lib/node_modules/@scope/name
+      const root = join(prefix, "lib", "node_modules", ...pkg.name.split("/"));
+      await mkdir(root, { recursive: true });
+      await writeFile(join(root, "package.json"), JSON.stringify({ name: pkg.name, version: "1.2.3" }));
+      expect(installation(root)).toEqual({ root, name: pkg.name, version: "1.2.3", prefix });
+      // the same directory under another package's name is not an npm install of it
+      const other = join(prefix, "lib", "node_modules", "svc");
+      await mkdir(other, { recursive: true });
+      await writeFile(join(other, "package.json"), JSON.stringify({ name: pkg.name, version: "1.2.3" }));
+      expect(installation(other).prefix).toBeUndefined();
+    } finally {
+      await rm(prefix, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("whose release svc update installs", () => {
+  const self = { name: "@svc-daemon/svc", project: "svc-daemon" };
+  const registry = "https://registry.npmjs.org/";
+
+  it("accepts a release that names this package and carries its marker", () => {
+    const ours = { name: self.name, version: "1.0.0", description: "x", svc: { project: "svc-daemon" } };
+    expect(foreignRelease(ours, self, registry)).toBeUndefined();
+  });
+
+  it("refuses another package, naming its name, version and description", () => {
+    const svg = {
+      name: "svc",
+      version: "0.3.0",
+      description: "Scalable Vector Converter - A small SVG to inline CSS converter.",
+    };
+    expect(foreignRelease(svg, { ...self, name: "svc" }, registry)).toBe(
+      'refusing to install svc@0.3.0 ("Scalable Vector Converter - A small SVG to inline CSS converter.") from ' +
+        'https://registry.npmjs.org/: it is not svc - its package.json lacks "svc": { "project": "svc-daemon" }, ' +
+        "which every svc release carries. Check the registry npm uses (`npm config get registry`, npm_config_registry) " +
+        "and the package name; nothing was installed",
+    );
+    expect(
+      foreignRelease({ ...svg, svc: { project: "other" } }, { ...self, name: "svc" }, registry),
+    ).toContain("is not svc");
+    expect(foreignRelease({ ...svg, svc: { project: "svc-daemon" } }, self, registry)).toContain(
+      "its name is not @svc-daemon/svc",
+    );
+  });
+
+  it("prints registry text as one bounded line without control characters", () => {
+    const hostile = {
+      name: self.name,
+      version: "9.0.0",
+      description: `ok\u001b]0;pwned\u0007\n${"a".repeat(500)}`,
+    };
+    const refusal = foreignRelease(hostile, self, registry)!;
+    expect(refusal).not.toMatch(/\p{Cc}/u);
+    expect(refusal).toContain(`("ok ]0;pwned ${"a".repeat(200 - "ok ]0;pwned ".length)}…")`);
   });
 });
 
