@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { type Instant, instant, NEVER, within } from "../queue/run-leases.ts";
 
 /** What a worker holding a row (an invocation, an orchestrated task) watches while it runs it. */
@@ -6,7 +7,11 @@ export interface HeldWatch {
   signal: AbortSignal;
   cancelled(): boolean;
   claimLost(): boolean;
-  /** a heartbeat now, unless one recently enough proves the claim: false (and aborted) when lost */
+  /**
+   * A heartbeat now, unless one recently enough proves the claim: false (and aborted) when lost.
+   * While the database does not answer it asks again every heartbeat, until it does or the worker
+   * shuts down (false: unproven); it never throws.
+   */
   stillHeld(): Promise<boolean>;
   stop(): void;
 }
@@ -65,6 +70,20 @@ export function watchHeld(row: HeldRow): HeldWatch {
     controller.abort();
     return false;
   };
+  // Only the database can say whether the claim is still held. A run that asks while it does not
+  // answer (a partition, a Postgres restart) waits for its verdict rather than throwing with its claim
+  // unknown: held, the run goes on; lost, it is abandoned, recording and publishing nothing
+  const proven = async (): Promise<boolean> => {
+    for (;;) {
+      try {
+        return await beat();
+      } catch {
+        // unanswered: asked again below, after a heartbeat's pause
+      }
+      if (claimLost || cancelled || row.shutdown.aborted) return false;
+      await sleep(row.heartbeatMs, undefined, { signal: row.shutdown }).catch(() => {});
+    }
+  };
   const heartbeat = setInterval(() => {
     beat().catch(() => {}); // a failed heartbeat is retried on the next tick; loss is judged in the database
   }, row.heartbeatMs);
@@ -75,7 +94,7 @@ export function watchHeld(row: HeldRow): HeldWatch {
     claimLost: () => claimLost,
     stillHeld: async () => {
       if (claimLost || cancelled) return false;
-      return within(renewed, row.heldForMs ?? 0) || beat();
+      return within(renewed, row.heldForMs ?? 0) || proven();
     },
     stop: () => {
       clearInterval(heartbeat);

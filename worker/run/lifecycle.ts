@@ -97,7 +97,18 @@ export async function runClaimedInvocation(
   } finally {
     watch.stop();
   }
-  const settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease });
+  let settled: boolean;
+  try {
+    settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease });
+  } catch (error) {
+    if (!databaseUnreachable(error)) throw error;
+    // Safe to end here: nothing of the run was recorded or published without its claim proven, its
+    // row stays `running` under this worker, and its lease, no longer renewed, lapses within the
+    // bound; the reaper queues it again (or fails it worker_lost). Thrown on, the slot would log a
+    // failure of the worker for what is a run left to its lease
+    abandoned(deps, invocationId, `its end could not be recorded: ${(error as Error).message}`);
+    return;
+  }
   // sticky comments this run left "in progress" say how it ended (logged, never thrown: progress.ts)
   await noteRunEnd(deps, invocationId, pipeline);
   // a run that finished completed its lease with its end; any other end completes it here. A lease
@@ -177,10 +188,7 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
   // `lost` comes back from a heartbeat that found the claim gone, or found the run cancelled
   if (ended.watch.claimLost() || (end.kind === "lost" && !ended.watch.cancelled())) {
     // another worker took the run over; whatever this one produced is not the record
-    logger.warn("run abandoned after its claim was lost", {
-      event: "invocation.abandoned",
-      invocation: invocationId,
-    });
+    abandoned(deps, invocationId, "its claim was lost");
     return false;
   }
   if (ended.watch.cancelled() || end.kind === "cancelled" || end.kind === "lost") {
@@ -219,6 +227,9 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
     if ((await getInvocationStatus(pool, invocationId)) === "cancelled") {
       await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
       if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
+    } else {
+      // taken over between the end of the run and this write: the other attempt's end is the record
+      abandoned(deps, invocationId, "its claim was lost");
     }
     return false;
   }
@@ -238,6 +249,27 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
   // consecutive failures of one pipeline open its circuit breaker (docs/outputs.md)
   if (pipeline) await recordRunEnd(deps, workload.pipeline, end.kind);
   return true;
+}
+
+function abandoned(deps: HoldDeps, invocationId: string, reason: string): void {
+  deps.logger.warn("run abandoned: nothing of it is recorded", {
+    event: "invocation.abandoned",
+    invocation: invocationId,
+    reason,
+  });
+}
+
+/**
+ * The database did not answer (a partition, a restart): a connection-level failure, never a
+ * statement's error, which has a SQLSTATE outside classes 08 and 57, nor a bug of ours.
+ */
+function databaseUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string")
+    return /^E[A-Z]+$/.test(code) || code.startsWith("08") || code.startsWith("57");
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|connection error/i.test(
+    (error as Error).message ?? "",
+  );
 }
 
 /** The API already wrote `cancelled` (and its diagnostic): never overwrite it; close what is open. */
