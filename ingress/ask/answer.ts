@@ -57,6 +57,7 @@ export async function answerQuestion(
           return undefined; // a stored secret this ingress did not load: that credential is skipped
         }
       },
+      endpoints: deps.endpoints,
       logger: deps.logger,
     };
     const result = await retrieve(

@@ -6,12 +6,15 @@ import type { CommandTarget, OpenAiTarget, SecretSource, Target } from "../../sh
 import { classifyResponse } from "../../shared/credentials/classify.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { type ChatMessage, chatCompletion, isTimeout, replyText } from "../../shared/models/chat.ts";
+import type { EndpointAdmission, EndpointCooldowns } from "../../shared/models/endpoint-cooldowns.ts";
 
 export interface TargetDeps {
   pool: pg.Pool;
   logger: Logger;
   configDir: string;
   resolveSecret: (source: SecretSource) => string;
+  /** which targets this ingress found unreachable: skipped while they cool down */
+  endpoints: EndpointCooldowns;
 }
 
 export type TargetAnswer = { ok: true; answer: string } | { ok: false; reason: string };
@@ -31,7 +34,8 @@ export function askTarget(target: Target, messages: ChatMessage[], deps: TargetD
  * The worker's credential rules, on the shared table: dead and still-cooling credentials are
  * skipped; a 401/403/revoked/expired answer marks the credential dead for every process (the
  * row in credential_cooldowns), a 429 parks it until Retry-After; 5xx, other statuses and
- * time-outs move on to the next target.
+ * time-outs move on to the next target. A target that gave no answer at all (a network error, a
+ * time-out) is skipped by the next questions while it cools down (shared/models/endpoint-cooldowns.ts).
  */
 async function askOpenAi(
   target: OpenAiTarget,
@@ -47,6 +51,8 @@ async function askOpenAi(
   );
   const credentials = target.credentials.length ? target.credentials : [undefined];
   const skipped: string[] = [];
+  // asked at the first call, so that a target whose credentials are all skipped probes nothing
+  let admission: Extract<EndpointAdmission, { kind: "call" }> | undefined;
   for (const credential of credentials) {
     if (credential && blocked.has(credential.name)) {
       skipped.push(`${credential.name} is ${rows.find((r) => r.credential === credential.name)?.state}`);
@@ -59,6 +65,11 @@ async function askOpenAi(
       skipped.push(`${credential?.name} is a stored secret this ingress did not load`);
       continue;
     }
+    if (!admission) {
+      const admitted = deps.endpoints.admit(target.name);
+      if (admitted.kind === "skip") return { ok: false, reason: `skipped: ${admitted.reason}` };
+      admission = admitted;
+    }
     let response: Awaited<ReturnType<typeof chatCompletion>>;
     try {
       response = await chatCompletion({
@@ -69,9 +80,13 @@ async function askOpenAi(
         timeoutMs: target.timeoutMs,
       });
     } catch (error) {
-      if (isTimeout(error)) return { ok: false, reason: `timed out after ${target.timeoutMs} ms` };
-      return { ok: false, reason: `unreachable (${(error as { code?: string }).code ?? "error"})` };
+      const code = isTimeout(error) ? "timed out" : ((error as { code?: string }).code ?? "error");
+      const cooling = admission.down(code);
+      const skip = cooling ? `; skipped for ${cooling.coolingMs / 1000} s` : "";
+      if (isTimeout(error)) return { ok: false, reason: `timed out after ${target.timeoutMs} ms${skip}` };
+      return { ok: false, reason: `unreachable (${code})${skip}` };
     }
+    admission.up();
     const verdict = classifyResponse(response.status, response.headers, response.body);
     if (verdict.kind === "ok") {
       const text = replyText(response.body);

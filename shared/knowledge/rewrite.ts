@@ -1,14 +1,21 @@
 import type { Target } from "../config/types.ts";
 import type { Logger } from "../logger.ts";
 import { chatCompletion, replyText } from "../models/chat.ts";
+import type { EndpointCooldowns } from "../models/endpoint-cooldowns.ts";
 
-/** A rewrite is one short chat call: a slow model must not hold up a run or an ask. */
-export const REWRITE_TIMEOUT_MS = 5_000;
+/**
+ * How long one run or one ask waits for its query rewrite, over all its rewrite targets together
+ * (DNS look-up and connection included). A rewrite only sharpens retrieval, which the original text
+ * does too: a run must not hold its slot for a model that is slow or cannot be reached.
+ */
+export const REWRITE_BOUND_MS = 1_500;
 
 export interface RewriteDeps {
   targets: Readonly<Record<string, Target>>;
   /** the credential value, or undefined when it is unknown or not usable (dead, cooling) */
   keyOf: (target: string, credential: string) => string | undefined;
+  /** which targets this process found unreachable: skipped while they cool down */
+  endpoints: EndpointCooldowns;
   logger: Logger;
 }
 
@@ -18,20 +25,35 @@ const INSTRUCTION =
 
 /**
  * `knowledge.retrieval.rewrite.targets`: the targets in order (openai runtime; an agent CLI is
- * too slow for this), the first answer wins; when every target fails the original text is the query.
+ * too slow for this), the first answer wins, all within REWRITE_BOUND_MS; a target that is cooling
+ * down after a network failure or a time-out is skipped. When every target fails, is skipped or the
+ * bound passes, the original text is the query.
  */
 export async function rewriteQuery(
   text: string,
   targetNames: readonly string[],
   deps: RewriteDeps,
 ): Promise<{ query: string; target?: string }> {
+  const deadline = Date.now() + REWRITE_BOUND_MS;
   for (const name of targetNames) {
     const target = deps.targets[name];
     if (target?.runtime !== "openai") continue;
     const credential = target.credentials.find((c) => deps.keyOf(name, c.name) !== undefined);
     if (target.credentials.length > 0 && !credential) continue;
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    const admission = deps.endpoints.admit(name);
+    if (admission.kind === "skip") {
+      if (deps.logger.isLevelEnabled("debug"))
+        deps.logger.debug(`knowledge: query rewrite skips target ${name}: ${admission.reason}`, {
+          event: "knowledge.rewrite_skipped",
+          target: name,
+        });
+      continue;
+    }
+    let response: Awaited<ReturnType<typeof chatCompletion>>;
     try {
-      const response = await chatCompletion({
+      response = await chatCompletion({
         baseUrl: target.baseUrl,
         model: target.model,
         key: credential ? deps.keyOf(name, credential.name) : undefined,
@@ -39,22 +61,27 @@ export async function rewriteQuery(
           { role: "system", content: INSTRUCTION },
           { role: "user", content: text.slice(0, 8_000) },
         ],
-        timeoutMs: Math.min(target.timeoutMs, REWRITE_TIMEOUT_MS),
-      });
-      const query = response.status < 300 ? replyText(response.body)?.trim().split("\n")[0] : undefined;
-      if (query) return { query: query.slice(0, 500), target: name };
-      deps.logger.warn(`knowledge: query rewrite on target ${name} answered HTTP ${response.status}`, {
-        event: "knowledge.rewrite_failed",
-        target: name,
-        status: response.status,
+        timeoutMs: Math.min(target.timeoutMs, left),
       });
     } catch (error) {
-      deps.logger.warn(`knowledge: query rewrite on target ${name} failed`, {
-        event: "knowledge.rewrite_failed",
-        target: name,
-        error: (error as { code?: string }).code ?? (error as Error).message,
-      });
+      // no answer at all (got throws only for the transport: DNS, connection, time-out)
+      const code = (error as { code?: string }).code ?? (error as Error).message;
+      const cooling = admission.down(code);
+      deps.logger.warn(
+        `knowledge: query rewrite on target ${name} failed (${code})${cooling ? `; skipping it for ${cooling.coolingMs / 1000} s` : ""}`,
+        { event: "knowledge.rewrite_failed", target: name, error: code, probe: admission.probe },
+      );
+      continue;
     }
+    // any status is an answer: the target is reachable, whatever it thought of the request
+    admission.up();
+    const query = response.status < 300 ? replyText(response.body)?.trim().split("\n")[0] : undefined;
+    if (query) return { query: query.slice(0, 500), target: name };
+    deps.logger.warn(`knowledge: query rewrite on target ${name} answered HTTP ${response.status}`, {
+      event: "knowledge.rewrite_failed",
+      target: name,
+      status: response.status,
+    });
   }
   return { query: text };
 }

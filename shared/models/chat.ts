@@ -1,4 +1,4 @@
-import got from "got";
+import { modelHttp } from "./http.ts";
 
 export interface ChatMessage {
   role: "system" | "user" | "assistant";
@@ -27,7 +27,7 @@ export interface ChatRequest {
  * the transport's come back as a status for the caller's credential rules.
  */
 export async function chatCompletion(request: ChatRequest): Promise<ChatResponse> {
-  const response = await got.post(`${request.baseUrl.replace(/\/+$/, "")}/chat/completions`, {
+  const response = await modelHttp.post(`${request.baseUrl.replace(/\/+$/, "")}/chat/completions`, {
     json: { model: request.model, messages: request.messages },
     headers: request.key ? { authorization: `Bearer ${request.key}` } : {},
     timeout: { request: request.timeoutMs },

@@ -4,6 +4,7 @@ import { copySources, writeCatalog } from "../../shared/knowledge/delivery.ts";
 import { retrieve } from "../../shared/knowledge/retrieve.ts";
 import type { Knowledge, Passage } from "../../shared/knowledge/service.ts";
 import type { Logger } from "../../shared/logger.ts";
+import { modelEndpoints } from "../../shared/models/endpoint-cooldowns.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
 
@@ -70,6 +71,7 @@ export async function prepareRunKnowledge(
         targets: deps.config.targets,
         keyOf: (target, credential) =>
           deps.cooldowns.isUsable(target, credential) ? deps.secrets.get(target, credential) : undefined,
+        endpoints: modelEndpoints,
         logger: deps.logger,
       },
       { method },

@@ -1,8 +1,8 @@
 import { appendFile } from "node:fs/promises";
-import got from "got";
 import { DEFAULT_MAX_TURNS } from "../../shared/config/agent-tools.ts";
 import type { OpenAiTarget } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
+import { modelHttp } from "../../shared/models/http.ts";
 import { classifyResponse } from "../credentials/classify.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
@@ -55,7 +55,7 @@ export async function chatRequest(
   tools: OpenAiTool[],
   signal: AbortSignal,
 ): Promise<ModelResponse> {
-  const response = await got.post(endpoint(target.baseUrl, "chat/completions"), {
+  const response = await modelHttp.post(endpoint(target.baseUrl, "chat/completions"), {
     json: { model: target.model, messages, ...(tools.length ? { tools } : {}) },
     headers: { authorization: `Bearer ${key}` },
     timeout: { request: target.timeoutMs },
@@ -69,7 +69,7 @@ export async function chatRequest(
 
 /** The cheapest authenticated request an OpenAI-compatible API answers: the model list. */
 export async function probeRequest(target: OpenAiTarget, key: string): Promise<ModelResponse> {
-  const response = await got.get(endpoint(target.baseUrl, "models"), {
+  const response = await modelHttp.get(endpoint(target.baseUrl, "models"), {
     headers: { authorization: `Bearer ${key}` },
     timeout: { request: Math.min(target.timeoutMs, 10_000) },
     retry: { limit: 0 },

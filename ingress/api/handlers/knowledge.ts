@@ -1,5 +1,6 @@
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { Knowledge, type RetrievalMethod } from "../../../shared/knowledge/service.ts";
+import { modelEndpoints } from "../../../shared/models/endpoint-cooldowns.ts";
 import { AskUnavailable, answerQuestion } from "../../ask/answer.ts";
 import { ok } from "../context.ts";
 import { ApiError, badRequest } from "../errors.ts";
@@ -68,6 +69,7 @@ export async function askRoute(ctx: RouteContext): Promise<Reply> {
           logger: deps.logger,
           configDir: deps.config.dir,
           resolveSecret: deps.resolveSecret,
+          endpoints: modelEndpoints,
         },
       ),
     );

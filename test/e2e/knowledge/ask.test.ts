@@ -1,4 +1,5 @@
 import { cp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -22,11 +23,12 @@ interface Answer {
   passages: { path: string }[];
 }
 
-function daemonYaml(modelUrl: string): string {
-  const target = (name: string, key: string) =>
-    `  ${name}:\n    runtime: openai\n    base_url: ${modelUrl}\n    model: m-${name}\n    timeout: 20s\n    credentials:\n      - name: ${name}-key\n        secret: ${key}\n`;
+function daemonYaml(modelUrl: string, resetUrl: string): string {
+  const target = (name: string, key: string, url = modelUrl) =>
+    `  ${name}:\n    runtime: openai\n    base_url: ${url}\n    model: m-${name}\n    timeout: 20s\n    credentials:\n      - name: ${name}-key\n        secret: ${key}\n`;
   return [
     "targets:\n",
+    target("offline", "k-offline", resetUrl),
     target("broken", "k-broken"),
     target("good", "k-good"),
     target("revoked", "k-revoked"),
@@ -44,6 +46,12 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
   let ingress: RoleProcess;
   let url: string;
   const models = new FakeChatApi();
+  // a model host whose connections are reset as soon as they open: counts every one of them
+  let resets = 0;
+  const resetter = createServer((socket) => {
+    resets += 1;
+    socket.resetAndDestroy();
+  });
   const env: Record<string, string> = {};
 
   const ask = async (body: unknown) => {
@@ -62,7 +70,9 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
     models.on("k-good", { kind: "answer", needle: PASSAGE, reply: REPLY });
     models.on("k-429", { kind: "status", status: 429 });
     // k-revoked has no behaviour: the fake answers 401 like an API refusing a key
-    dir = await writeConfigDir({ "daemon.yaml": daemonYaml(models.url) });
+    await new Promise<void>((resolve) => resetter.listen(0, "127.0.0.1", resolve));
+    const resetUrl = `http://127.0.0.1:${(resetter.address() as { port: number }).port}/v1`;
+    dir = await writeConfigDir({ "daemon.yaml": daemonYaml(models.url, resetUrl) });
     await cp(FIXTURE, join(dir, "knowledge"), { recursive: true });
     Object.assign(env, { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: database.url, HOME: dir });
     const started = await startIngress(env);
@@ -74,6 +84,7 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
   afterAll(async () => {
     await ingress?.stop();
     await models.stop();
+    await new Promise((resolve) => resetter.close(resolve));
     await pool?.end();
     await database?.drop();
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -131,6 +142,26 @@ describe("ask: the team's knowledge answered by the first usable target", () => 
     const second = await ask({ question: "restore", targets: ["revoked", "slow-lane", "good"] });
     expect(second.status).toBe(200);
     expect(models.keysSeen()).toEqual(["k-good"]);
+  });
+
+  it("a target whose connection is reset is skipped by the next questions while it cools down", async () => {
+    models.requests.length = 0;
+    const first = await ask({ question: "How do I restore a backup?", targets: ["offline", "good"] });
+    expect(first.status).toBe(200);
+    expect(first.body.target).toBe("good");
+    expect(resets).toBe(1);
+    const failed = () =>
+      ingress.logs.filter((line) => line.event === "ask.target_failed" && line.target === "offline");
+    expect(failed()[0]!.reason).toBe("unreachable (ECONNRESET); skipped for 5 s");
+    // the next questions do not open a connection to it: they go straight to the next target
+    for (let i = 0; i < 3; i += 1) {
+      const next = await ask({ question: "How do I restore a backup?", targets: ["offline", "good"] });
+      expect(next.body.target).toBe("good");
+    }
+    expect(resets).toBe(1);
+    expect(failed()).toHaveLength(4);
+    expect(String(failed()[1]!.reason)).toMatch(/^skipped: down \(ECONNRESET\); next try in [1-5] s$/);
+    expect(models.keysSeen()).toEqual(["k-good", "k-good", "k-good", "k-good"]);
   });
 
   it("refuses bad bodies with a message and asks nobody", async () => {

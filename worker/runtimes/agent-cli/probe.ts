@@ -1,5 +1,5 @@
-import got from "got";
 import type { AgentCliTarget } from "../../../shared/config/types.ts";
+import { modelHttp } from "../../../shared/models/http.ts";
 import type { ModelResponse } from "../openai.ts";
 import { DEFAULT_BASE_URL as OPENAI_BASE_URL } from "./codex.ts";
 
@@ -14,7 +14,7 @@ const ANTHROPIC_BASE_URL = "https://api.anthropic.com";
 export async function probeAgentCli(target: AgentCliTarget, key: string): Promise<ModelResponse> {
   const codex = target.runtime === "codex";
   const base = (target.baseUrl ?? (codex ? OPENAI_BASE_URL : ANTHROPIC_BASE_URL)).replace(/\/+$/, "");
-  const response = await got.get(codex ? `${base}/models` : `${base}/v1/models`, {
+  const response = await modelHttp.get(codex ? `${base}/models` : `${base}/v1/models`, {
     headers: codex
       ? { authorization: `Bearer ${key}` }
       : { "x-api-key": key, "anthropic-version": "2023-06-01" },
