@@ -24,9 +24,18 @@ export interface RoleProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Runs `svc <role>` as a real child process (the pinned Node 24 that runs this test). */
-export function startRole(role: "ingress" | "worker", env: Record<string, string>): RoleProcess {
-  const child = spawn(process.execPath, [BIN, role], {
+/**
+ * Runs `svc <role>` as a real child process (the pinned Node 24 that runs this test). `wrapper` is a
+ * command line that runs it (it ends by executing its arguments), to change the process's world as
+ * an operator's host would (its /etc/resolv.conf, say).
+ */
+export function startRole(
+  role: "ingress" | "worker",
+  env: Record<string, string>,
+  wrapper: string[] = [],
+): RoleProcess {
+  const argv = [...wrapper, process.execPath, BIN, role];
+  const child = spawn(argv[0]!, argv.slice(1), {
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: process.env.HOME ?? "/",
@@ -105,8 +114,11 @@ export async function startIngress(env: Record<string, string>): Promise<{ role:
   return { role, url: `http://127.0.0.1:${line.port}` };
 }
 
-export async function startWorkerProcess(env: Record<string, string>): Promise<RoleProcess> {
-  const role = startRole("worker", env);
+export async function startWorkerProcess(
+  env: Record<string, string>,
+  wrapper: string[] = [],
+): Promise<RoleProcess> {
+  const role = startRole("worker", env, wrapper);
   await role.waitForLog((l) => l.event === "worker.started", "worker.started");
   return role;
 }
