@@ -11,6 +11,10 @@
  *   workers first drain 500 warm-up triggers of the same kind, timed and printed apart: the figures
  *   are a running daemon's, not its first runs' (a new process's JIT compiles). The no-match drain
  *   runs again with examples/reference/.svc (2 workers): the figure the configuration must not cost.
+ *   And the no-op drain runs on the reference configuration as users run it (2 workers): its
+ *   pipelines and its knowledge with its query rewrite (target `gpt`, answered by a loopback model,
+ *   test/e2e/knowledge/fake-chat-api.ts), plus the no-op pipeline; its ratio to the process floor and
+ *   svc's CPU per run are printed as for the bare configuration's.
  * - the process start: the latency step started by itself from a small Node process: what the
  *   step's process costs to start here, without svc;
  * - the process floor: the CPU a no-op run's two processes cost by themselves, and the drain
@@ -20,6 +24,9 @@
  * The machine's load average is printed with the figures: other work on it skews them. So is what
  * a new directory costs on the disk the configuration is on, before and after (support/inode-cost.ts).
  * Uses SVC_DATABASE_URL / SVC_TEST_DATABASE_URL when set, else a throwaway embedded Postgres.
+ * BENCH_SAMPLES (latency samples, 200), BENCH_DRAIN (triggers a drain measures, 2,000) and
+ * BENCH_WARM_UP (warm-up runs before each drain, 500) make a quick run that checks the bench works;
+ * its figures are not comparable.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -33,21 +40,20 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../db/boss.ts";
-import { putSecret } from "../db/secrets.ts";
 import { DISPATCH_QUEUE } from "../shared/queues.ts";
-import { readInstanceKey } from "../shared/secrets/instance-key.ts";
 import { rssKib } from "../test/drills/support/processes.ts";
+import { FakeChatApi } from "../test/e2e/knowledge/fake-chat-api.ts";
+import { NOOP_SOURCE, REFERENCE, referenceConfig } from "../test/support/reference-config.ts";
 import { database } from "./support/database.ts";
 import { inodeCostUs } from "./support/inode-cost.ts";
 import { cpuMs } from "./support/proc-cpu.ts";
 
 const BIN = join(dirname(fileURLToPath(import.meta.url)), "..", "bin", "svc.js");
-const REFERENCE = join(dirname(fileURLToPath(import.meta.url)), "..", "examples", "reference", ".svc");
 const REFERENCE_KNOWLEDGE = join(REFERENCE, "knowledge");
 const LATENCY_SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
 const DRAIN_TRIGGERS = Number(process.env.BENCH_DRAIN ?? 2_000);
 /** Runs each drain's fresh workers take, timed apart, before the triggers the figures are read from. */
-const WARM_UP_RUNS = 500;
+const WARM_UP_RUNS = Number(process.env.BENCH_WARM_UP ?? 500);
 const TOKEN = "bench-token";
 
 const wallMs = () => performance.timeOrigin + performance.now();
@@ -395,7 +401,7 @@ async function main() {
       workers: number,
       source = "noop-hook",
       roleEnv: Record<string, string> = env,
-    ): Promise<{ seconds: number; warmSeconds: number }> => {
+    ): Promise<{ seconds: number; warmSeconds: number; cpu: Record<string, number> }> => {
       const started = await Promise.all(
         Array.from({ length: workers }, () => startRole("worker", roleEnv, "worker.started")),
       );
@@ -446,10 +452,12 @@ async function main() {
       await boss.stop({ graceful: false });
       await waitDrained();
       const seconds = (wallMs() - start) / 1000;
-      // per run over the whole drain (the last drain of no-op runs is the one kept)
-      if (source === "noop-hook") {
-        for (const [role, ms] of Object.entries(cpuByRole()))
-          cpuPerRun[role] = (ms - (cpuBefore[role] ?? 0)) / DRAIN_TRIGGERS;
+      const cpu: Record<string, number> = {};
+      for (const [role, ms] of Object.entries(cpuByRole()))
+        cpu[role] = (ms - (cpuBefore[role] ?? 0)) / DRAIN_TRIGGERS;
+      // per run over the whole drain (the last drain of the bare configuration's no-op runs is the one kept)
+      if (source === "noop-hook" && roleEnv === env) {
+        Object.assign(cpuPerRun, cpu);
         transactionsPerRun = ((await transactions()) - transactionsBefore) / DRAIN_TRIGGERS;
         workerRss = await Promise.all(
           started.map(async (role, index) => ({
@@ -459,7 +467,7 @@ async function main() {
         );
       }
       for (const role of started) await stopRole(role.child);
-      return { seconds, warmSeconds };
+      return { seconds, warmSeconds, cpu };
     };
     const drainOne = await drain(1);
     const drainTwo = await drain(2);
@@ -473,12 +481,20 @@ async function main() {
     const { rows: unmatched } = await pool.query(
       "SELECT count(*)::int AS n FROM svc.triggers WHERE source = 'nomatch-hook' AND diagnostic->>'code' = 'no_matching_pipeline'",
     );
-    const reference = await referenceEnv(db.url);
+    // one copy of the reference for both of its drains (its stored secrets are sealed with its
+    // instance key); the no-op pipeline it gains is one more that a no-match trigger does not fire
+    const model = new FakeChatApi();
+    await model.start();
+    model.on("bench-key-a", { kind: "reply", reply: "production deploys weekdays" });
+    const reference = await referenceConfig(db.url, { noop: true, gptUrl: model.url });
     referenceDir = reference.SVC_CONFIG_DIR;
     const { seconds: noMatchReference } = await drain(2, "nomatch-reference", reference);
     const { rows: unmatchedReference } = await pool.query(
       "SELECT count(*)::int AS n FROM svc.triggers WHERE source = 'nomatch-reference' AND diagnostic->>'code' = 'no_matching_pipeline'",
     );
+    const referenceNoop = await drain(2, NOOP_SOURCE, reference);
+    const rewrites = model.requests.length;
+    await model.stop();
     await pool.end();
 
     const baseP50 = percentile(baseline, 50);
@@ -546,6 +562,15 @@ async function main() {
     console.log(
       `no match, reference configuration (examples/reference/.svc): ${unmatchedReference[0].n} of ${DRAIN_TRIGGERS + WARM_UP_RUNS} (warm-up included); the last ${DRAIN_TRIGGERS} in ${noMatchReference.toFixed(2)} s = ${referenceRate.toFixed(0)}/s (2 workers); target >= 2000/s: ${referenceRate >= 2000 ? "met" : "MISSED"}`,
     );
+    const referenceNoopRate = DRAIN_TRIGGERS / referenceNoop.seconds;
+    console.log(
+      `reference configuration as users run it (examples/reference/.svc and a no-op pipeline; each run retrieves with the query rewrite, target gpt answered by a loopback model: ${rewrites} rewrites for ${DRAIN_TRIGGERS + WARM_UP_RUNS} runs): the last ${DRAIN_TRIGGERS} no-op runs in ${referenceNoop.seconds.toFixed(2)} s = ${referenceNoopRate.toFixed(0)} runs/s (2 workers), ${(referenceNoopRate / twoRate).toFixed(2)} of the bare configuration's; ratio to the process floor ${(referenceNoopRate / ceiling).toFixed(2)}`,
+    );
+    console.log(
+      `CPU per no-op run, reference configuration, 2 workers: ${Object.entries(referenceNoop.cpu)
+        .map(([role, ms]) => `${role} ${ms.toFixed(2)} ms`)
+        .join(", ")} (the loopback model's CPU is this process's, not counted)`,
+    );
     // not svc's figure: the disk's state, which moves the latency and the drain from one run to the next
     console.log(
       `disk: a new directory cost ${inodesBefore.toFixed(0)} us of CPU before the latency run and ${inodesAfter.toFixed(0)} us after the drains (a no-op run creates 10 inodes; on ext4 without a journal the cost grows with what was deleted in the minutes before)`,
@@ -562,49 +587,6 @@ async function main() {
     await rm(LOGS, { recursive: true, force: true });
     await db.drop();
   }
-}
-
-/**
- * examples/reference/.svc as it ships, runnable: its variables set, an instance key, and the stored
- * secrets it names. `worker.metrics_port` is dropped: two workers on one host cannot share the port.
- */
-async function referenceEnv(
-  databaseUrl: string,
-): Promise<Record<string, string> & { SVC_CONFIG_DIR: string }> {
-  const dir = await mkdtemp(join(tmpdir(), "svc-bench-reference-"));
-  await cp(REFERENCE, dir, { recursive: true });
-  const daemon = join(dir, "daemon.yaml");
-  await writeFile(daemon, (await readFile(daemon, "utf8")).replace(/^\s*metrics_port:.*$/m, ""));
-  const env = {
-    SVC_CONFIG_DIR: dir,
-    SVC_DATABASE_URL: databaseUrl,
-    DEPLOY_HOOK_TOKEN: TOKEN,
-    LINEAR_WEBHOOK_SECRET: "bench-linear",
-    OPENAI_KEY_A: "bench-key-a",
-    OPENAI_KEY_B: "bench-key-b",
-    CHAT_BOT_TOKEN: "bench-chat",
-    CI_TOKEN: "bench-ci",
-  };
-  const made = spawnSync(process.execPath, [BIN, "setup", "instance-key"], {
-    env: { ...process.env, ...env },
-    encoding: "utf8",
-  });
-  if (made.status !== 0) throw new Error(`svc setup instance-key failed: ${made.stderr}`);
-  const key = await readInstanceKey(join(dir, "instance.key"));
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: 1 });
-  try {
-    for (const name of [
-      "webhook/github",
-      "codehost/default",
-      "codehost/principal/42",
-      "metrics/token",
-      "target/claude/anthropic",
-    ])
-      await putSecret(pool, key, name, `bench-${name}`);
-  } finally {
-    await pool.end();
-  }
-  return env;
 }
 
 await main();
