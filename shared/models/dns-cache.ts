@@ -93,11 +93,6 @@ export class ModelDnsCache {
     return pending;
   }
 
-  /** Forgets every answer (a test, or an operator's fix to DNS, wants the resolver asked now). */
-  clear(): void {
-    this.#entries.clear();
-  }
-
   async #ask(hostname: string): Promise<LookupAddress[]> {
     try {
       const addresses = await this.#resolve(hostname);
