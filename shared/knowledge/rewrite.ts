@@ -1,6 +1,6 @@
 import type { Target } from "../config/types.ts";
 import type { Logger } from "../logger.ts";
-import { chatCompletion, replyText } from "../models/chat.ts";
+import { chatCompletion, isTimeout, replyText } from "../models/chat.ts";
 import type { EndpointCooldowns } from "../models/endpoint-cooldowns.ts";
 
 /**
@@ -51,6 +51,7 @@ export async function rewriteQuery(
         });
       continue;
     }
+    const timeoutMs = Math.min(target.timeoutMs, left);
     let response: Awaited<ReturnType<typeof chatCompletion>>;
     try {
       response = await chatCompletion({
@@ -61,12 +62,17 @@ export async function rewriteQuery(
           { role: "system", content: INSTRUCTION },
           { role: "user", content: text.slice(0, 8_000) },
         ],
-        timeoutMs: Math.min(target.timeoutMs, left),
+        timeoutMs,
       });
     } catch (error) {
       // no answer at all (got throws only for the transport: DNS, connection, time-out)
       const code = (error as { code?: string }).code ?? (error as Error).message;
-      const cooling = admission.down(code);
+      // a time-out counts against the target only when its call had (nearly) all the time a rewrite
+      // gives it: one cut short because earlier targets spent the bound says nothing about this one
+      const cutShort = isTimeout(error) && timeoutMs < 0.9 * Math.min(target.timeoutMs, REWRITE_BOUND_MS);
+      let cooling: { coolingMs: number } | undefined;
+      if (cutShort) admission.release();
+      else cooling = admission.down(code);
       deps.logger.warn(
         `knowledge: query rewrite on target ${name} failed (${code})${cooling ? `; skipping it for ${cooling.coolingMs / 1000} s` : ""}`,
         { event: "knowledge.rewrite_failed", target: name, error: code, probe: admission.probe },

@@ -13,6 +13,8 @@ export type EndpointAdmission =
       up(): void;
       /** a network error or a time-out; returns the cool-down started, if this call started one */
       down(reason: string): { coolingMs: number } | undefined;
+      /** no verdict: the caller cut the call short itself (a probe's turn passes to the next caller) */
+      release(): void;
     }
   | { kind: "skip"; reason: string };
 
@@ -96,6 +98,12 @@ export class EndpointCooldowns {
         );
         this.#down.set(target, { failures, until: this.#now() + coolingMs, reason });
         return { coolingMs };
+      },
+      release: () => {
+        if (settled) return;
+        settled = true;
+        const current = this.#down.get(target);
+        if (probe && current) current.probingSince = undefined;
       },
     };
   }

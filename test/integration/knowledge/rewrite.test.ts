@@ -108,4 +108,14 @@ describe("knowledge.retrieval.rewrite.targets: ordered failover to a search quer
     expect(failed()).toHaveLength(2);
     expect(failed()[1].message).toContain(`skipping it for ${(2 * ENDPOINT_COOLDOWN_FIRST_MS) / 1000} s`);
   });
+
+  it("a time-out that the bound cut short (earlier targets spent it) does not count against the target", async () => {
+    const endpoints = new EndpointCooldowns();
+    // the first gives up after its own 1.2 s; the second is left the bound's last 0.3 s of its 60 s
+    const targets = [target("slow", "k-hang", 1_200), target("patient", "k-hang", 60_000)];
+    const text = "Who approves a production deploy?";
+    expect(await rewriteQuery(text, ["slow", "patient"], deps(targets, endpoints))).toEqual({ query: text });
+    expect(endpoints.isDown("slow")).toBe(true);
+    expect(endpoints.isDown("patient")).toBe(false);
+  });
 });

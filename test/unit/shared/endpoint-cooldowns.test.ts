@@ -95,4 +95,20 @@ describe("model endpoint cool-downs", () => {
     now += 1;
     expect(call(endpoints.admit("gpt")).probe).toBe(true);
   });
+
+  it("a call released without a verdict changes nothing, and a released probe lets the next caller probe", () => {
+    let now = 0;
+    const endpoints = new EndpointCooldowns(() => now);
+    call(endpoints.admit("gpt")).release();
+    expect(endpoints.isDown("gpt")).toBe(false);
+    call(endpoints.admit("gpt")).down("ETIMEDOUT");
+    now = ENDPOINT_COOLDOWN_FIRST_MS;
+    const probe = call(endpoints.admit("gpt"));
+    expect(endpoints.admit("gpt").kind).toBe("skip");
+    probe.release();
+    const next = call(endpoints.admit("gpt"));
+    expect(next.probe).toBe(true);
+    // still the first cool-down's failure count: the next failure doubles it once
+    expect(next.down("ETIMEDOUT")).toEqual({ coolingMs: 2 * ENDPOINT_COOLDOWN_FIRST_MS });
+  });
 });
