@@ -22,9 +22,9 @@ import { type RoleProcess, startWorkerProcess } from "./processes.ts";
  * probe per cool-down) are measured against the same length of drain on a fast machine and a slow
  * one.
  */
-const RUNS = 100;
+const RUNS = 80;
 const MIN_SECONDS = 10;
-const MIN_ROUNDS = 2;
+const MIN_ROUNDS = 3;
 const MAX_ROUNDS = 12;
 /** What the loopback model answers to a rewrite. */
 const REWRITTEN = "production deploys weekdays";
@@ -127,7 +127,17 @@ async function drain(c: Case): Promise<void> {
         "SELECT EXISTS (SELECT 1 FROM svc.triggers WHERE status IN ('queued', 'running')) AS open",
       );
       if (!rows[0].open) break;
-      if (performance.now() - started > 60_000) throw new Error(`${c.name}: runs not done after 60 s`);
+      if (performance.now() - started > 60_000) {
+        const { rows: open } = await client.query(
+          `SELECT t.status AS trigger, i.status AS invocation, count(*)::int AS n
+             FROM svc.triggers t LEFT JOIN svc.workloads w ON w.trigger_id = t.id
+             LEFT JOIN svc.invocations i ON i.workload_id = w.id
+            WHERE t.status IN ('queued', 'running') GROUP BY 1, 2`,
+        );
+        throw new Error(
+          `${c.name}: runs not done after 60 s: ${JSON.stringify(open)}\n${c.worker.output.slice(-15).join("\n")}`,
+        );
+      }
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     c.seconds += (performance.now() - started) / 1000;
