@@ -35,7 +35,7 @@ const SUMMARY = { summary: "done" };
 
 /**
  * Claude Code's file tools, aimed outside the worktree, then one read inside it. The searches
- * cover the config directory (daemon.yaml, the file beside the worktree, RUN_DIR's mcp.json with
+ * cover the config directory (daemon.yaml, the file beside the worktree, the agent folder's mcp.json with
  * the run token) and list `/`; a Grep of all of `/` would, unconfined, walk the whole filesystem
  * for minutes, so the revert check of this test could not finish.
  */
@@ -56,7 +56,7 @@ const CODEX_CALLS: ScriptedCall[] = [
   { name: "exec_command", input: { cmd: "cat ../../../daemon.yaml" } },
   { name: "exec_command", input: { cmd: "cat notes.md" } },
   { name: "exec_command", input: { cmd: "grep -r -e svc-canary -e svct_ ../../.." } },
-  { name: "exec_command", input: { cmd: 'cat "$RUN_DIR/mcp.json"' } },
+  { name: "exec_command", input: { cmd: 'cat "$SVC_MCP_CONFIG"' } },
   { name: "exec_command", input: { cmd: "cat inside.txt" } },
 ];
 
@@ -230,7 +230,7 @@ worker:
         expect(await readFile(join(checkout, "..", "secret.txt"), "utf8")).toContain(CANARY.beside);
         const token = JSON.parse(
           await readFile(
-            join(dir, "workspaces", workloads[0].id, invocations[0].id, "run", "mcp.json"),
+            join(dir, "workspaces", workloads[0].id, invocations[0].id, "agent", "mcp.json"),
             "utf8",
           ),
         ).mcpServers.svc.headers.Authorization.replace("Bearer ", "");
