@@ -17,6 +17,10 @@ export interface InvocationRow {
   finished_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** the concurrency group's key (db/concurrency-groups.ts); null: the pipeline declares none */
+  concurrency_group: string | null;
+  /** the revision its event names, read by a later run of the group as PREVIOUS_SHA */
+  head_sha: string | null;
 }
 
 export interface QueuedRun {
@@ -29,21 +33,25 @@ export interface QueuedRun {
   workspace: string;
   invocationId: string;
   target: string | null;
+  /** the concurrency group's key; absent or null: none */
+  group?: string | null;
+  headSha?: string | null;
 }
 
 /** The queued runs of a whole dispatch batch: their workloads and invocations in one statement. */
 export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promise<void> {
   if (runs.length === 0) return;
-  const column = <K extends keyof QueuedRun>(key: K) => runs.map((run) => run[key]);
+  const column = <K extends keyof QueuedRun>(key: K) => runs.map((run) => run[key] ?? null);
   await db.query(
     `WITH w AS (
        INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace, pipeline_version)
        SELECT id, trigger_id, pipeline, owner, 'open', workspace, pipeline_version
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $8::text[])
            AS r(id, trigger_id, pipeline, owner, workspace, pipeline_version))
-     INSERT INTO svc.invocations (id, workload_id, status, target)
-     SELECT id, workload_id, 'queued', target
-       FROM unnest($6::text[], $1::text[], $7::text[]) AS r(id, workload_id, target)`,
+     INSERT INTO svc.invocations (id, workload_id, status, target, concurrency_group, head_sha)
+     SELECT id, workload_id, 'queued', target, concurrency_group, head_sha
+       FROM unnest($6::text[], $1::text[], $7::text[], $9::text[], $10::text[])
+         AS r(id, workload_id, target, concurrency_group, head_sha)`,
     [
       column("workloadId"),
       column("triggerId"),
@@ -53,6 +61,8 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
       column("invocationId"),
       column("target"),
       column("pipelineVersion"),
+      column("group"),
+      column("headSha"),
     ],
   );
 }
@@ -76,8 +86,9 @@ export async function insertWorkloadWithClaimedInvocation(
      w AS (
        INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace, pipeline_version)
        VALUES ($1, $2, $3, $4, 'open', $5, $9) RETURNING id)
-     INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at)
-     SELECT $6, w.id, 'running', $7, $8, now(), 1, now() FROM w
+     INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at,
+                                  concurrency_group, head_sha)
+     SELECT $6, w.id, 'running', $7, $8, now(), 1, now(), $10, $11 FROM w
      RETURNING *`,
     values: [
       row.workloadId,
@@ -89,6 +100,8 @@ export async function insertWorkloadWithClaimedInvocation(
       row.target,
       row.workerId,
       row.pipelineVersion,
+      row.group ?? null,
+      row.headSha ?? null,
     ],
   });
   return rows[0]!;
@@ -121,6 +134,8 @@ export async function claimRuns(
   ids: string[],
   workerId: string,
   staleAfterMs: number,
+  /** the concurrency groups whose locks this transaction holds (db/concurrency-groups.ts lockGroups) */
+  lockedGroups: readonly string[] = [],
 ): Promise<ClaimedRun[]> {
   if (ids.length === 0) return [];
   // one run (the common claim: one slot came free) by a statement of its own. Postgres plans a
@@ -143,13 +158,18 @@ export async function claimRuns(
     }
   >({
     name: byIds.name,
+    // a grouped run only under its group's lock ($4), and only while nothing else of its group runs.
+    // Kept short: pg_stat_activity shows only the first 1 KB of a statement, and whoever looks for a
+    // blocked claim there (an operator, test/integration/worker/slot-release.test.ts) looks for its join
     text: `WITH claimed AS (
-       UPDATE svc.invocations
+       UPDATE svc.invocations i
           SET status = 'running', worker_id = $2, heartbeat_at = now(), attempts = attempts + 1,
               started_at = coalesce(started_at, now()), updated_at = now()
         WHERE ${byIds.match}
           AND (status = 'queued'
                OR (status = 'running' AND heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)))
+          AND (concurrency_group IS NULL OR (concurrency_group = ANY($4::text[]) AND NOT EXISTS (SELECT
+            FROM svc.invocations o WHERE o.concurrency_group = i.concurrency_group AND o.status = 'running' AND o.id <> i.id)))
         RETURNING *)
      SELECT c.*, w.pipeline AS run_pipeline, w.trigger_id AS run_trigger_id,
             t.kind AS trigger_kind, t.source AS trigger_source, t.event_name AS trigger_event_name,
@@ -157,7 +177,7 @@ export async function claimRuns(
        FROM claimed c
        JOIN svc.workloads w ON w.id = c.workload_id
        LEFT JOIN svc.triggers t ON t.id = w.trigger_id`,
-    values: [byIds.value, workerId, staleAfterMs],
+    values: [byIds.value, workerId, staleAfterMs, lockedGroups],
   });
   return rows.map((row) => {
     const {
@@ -275,6 +295,7 @@ export interface StaleInvocation {
   attempts: number;
   target: string | null;
   workload_id: string;
+  concurrency_group: string | null;
 }
 
 /** Running rows whose holder stopped heartbeating; locked so concurrent reapers split the work. */
@@ -284,7 +305,7 @@ export async function lockStaleInvocations(
   limit = 100,
 ): Promise<StaleInvocation[]> {
   const { rows } = await db.query<StaleInvocation>(
-    `SELECT id, attempts, target, workload_id FROM svc.invocations
+    `SELECT id, attempts, target, workload_id, concurrency_group FROM svc.invocations
       WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)
       ORDER BY heartbeat_at LIMIT $2
       FOR UPDATE SKIP LOCKED`,
@@ -305,7 +326,7 @@ export async function lockLostInvocations(
   if (leases.length === 0) return [];
   // a lane job held as the lease names no worker: every claim of a run counts a new attempt
   const { rows } = await db.query<StaleInvocation>(
-    `SELECT i.id, i.attempts, i.target, i.workload_id
+    `SELECT i.id, i.attempts, i.target, i.workload_id, i.concurrency_group
        FROM svc.invocations i
        JOIN unnest($1::text[], $2::text[], $3::int[]) AS lost(id, worker_id, attempts)
          ON lost.id = i.id AND lost.attempts = i.attempts

@@ -38,7 +38,10 @@ export async function reconcileQueue(
       await boss.send(DISPATCH_QUEUE, job, { db });
     }
     for (const row of invocations) {
-      const job: InvocationJob = { invocationId: row.id };
+      const job: InvocationJob = {
+        invocationId: row.id,
+        ...(row.concurrency_group ? { group: row.concurrency_group } : {}),
+      };
       await boss.send(laneQueue(row.target), job, { db });
     }
   });

@@ -19,6 +19,8 @@ export const DIAGNOSTIC_CODES = {
   agent_failed: "the agent process failed",
   output_failed: "publishing an output failed",
   cancelled: "the invocation was cancelled",
+  superseded:
+    "a newer event of the pipeline's concurrency group took the invocation's place; it was cancelled (status cancelled)",
   sandbox_image_missing:
     "the pipeline's sandbox image is not on the container engine (run `svc image pull`), or making its variant failed",
   sandbox_engine_unreachable:

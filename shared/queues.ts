@@ -63,6 +63,11 @@ export interface InvocationJob {
    * the claiming worker keeps it active for the run (worker/queue/run-leases.ts laneLease).
    */
   attempt?: number;
+  /**
+   * The invocation's concurrency group: the claim takes the group's lock before it claims. A job
+   * of a grouped invocation without it claims nothing; the reconcile rule sends one with it.
+   */
+  group?: string;
 }
 
 /** A task an orchestrator created (db/orchestrated-tasks.ts), waiting on a lane like an invocation. */

@@ -2,6 +2,7 @@ import { checkPipelineTools, readAgentAccess, readPipelineTools } from "./agent-
 import { checkPublishingIdentities } from "./outputs.ts";
 import { checkAgentAndSkills, readIdentity } from "./pipeline/agent-and-skills.ts";
 import { readArgs } from "./pipeline/args.ts";
+import { readConcurrency } from "./pipeline/concurrency.ts";
 import type { PipelineContext, PipelineDraft } from "./pipeline/draft.ts";
 import { readKnowledge } from "./pipeline/knowledge.ts";
 import { readOrchestrator } from "./pipeline/orchestrator.ts";
@@ -38,6 +39,7 @@ const PIPELINE_KEYS = [
   "sandbox",
   "tools",
   "agent_access",
+  "concurrency",
 ];
 
 export function readPipeline(f: ConfigFile, name: string, data: unknown): PipelineDraft | undefined {
@@ -88,6 +90,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const sandbox = readPipelineSandbox(f, root, Object.keys(principals).length > 0);
   const tools = readPipelineTools(f, root);
   const agentAccess = readAgentAccess(f, root);
+  const concurrency = readConcurrency(f, root);
   if (sandbox && tools.length > 0)
     f.report(
       ["tools"],
@@ -121,6 +124,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     ...(sandbox ? { sandbox } : {}),
     ...(tools.length ? { tools } : {}),
     ...(agentAccess ? { agentAccess } : {}),
+    ...(concurrency ? { concurrency } : {}),
   };
 }
 

@@ -188,6 +188,16 @@ export interface Pipeline {
   tools?: string[];
   /** what an agent CLI's built-in tools may do (default `read`); svc's own tools are always allowed */
   agentAccess?: AgentAccess;
+  /** `concurrency:`: runs of one group never run at once (docs/worker.md, "Concurrency groups") */
+  concurrency?: Concurrency;
+}
+
+/** `concurrency:` of a pipeline. */
+export interface Concurrency {
+  /** what one group holds: a pull request (or issue) of a repository, a repository, or the whole pipeline */
+  group: "pull_request" | "repository" | "pipeline";
+  /** `cancel_in_progress`: a newer event cancels the group's running invocation instead of waiting for it */
+  cancelInProgress: boolean;
 }
 
 /** `orchestrator:` of a pipeline: the run splits its work into tasks (docs/worker.md). */

@@ -89,7 +89,7 @@ describe("pg-boss's job table as db/queue-jobs.ts reads it", () => {
     );
     expect(await findOrphanedTriggers(pool, 60)).toEqual(["trg_nojobaaaaaaaaaaaaaaaa"]);
     expect(await findOrphanedInvocations(pool, 60)).toEqual([
-      { id: "inv_nojobaaaaaaaaaaaaaaaa", target: null },
+      { id: "inv_nojobaaaaaaaaaaaaaaaa", target: null, concurrency_group: null },
     ]);
     // once its job is gone, the invocation is an orphan too
     const [job] = await boss.findJobs(lane, { data: { invocationId: "inv_livejobaaaaaaaaaaaaaa" } });
@@ -97,6 +97,28 @@ describe("pg-boss's job table as db/queue-jobs.ts reads it", () => {
     expect((await findOrphanedInvocations(pool, 60)).map((row) => row.id).sort()).toEqual([
       "inv_livejobaaaaaaaaaaaaaa",
       "inv_nojobaaaaaaaaaaaaaaaa",
+    ]);
+  });
+
+  it("leaves a run waiting for its concurrency group's running one without a job, until that one ends", async () => {
+    await pool.query(
+      `INSERT INTO svc.triggers (id, kind, source, event_name, status, payload, created_at) VALUES
+         ('trg_groupaaaaaaaaaaaaaaaa', 'webhook', 'h', 'h', 'running', '{}', now() - interval '1 hour');
+       INSERT INTO svc.workloads (id, trigger_id, pipeline, status, workspace) VALUES
+         ('run_groupaaaaaaaaaaaaaaaa', 'trg_groupaaaaaaaaaaaaaaaa', 'p', 'open', '/tmp/x');
+       INSERT INTO svc.invocations (id, workload_id, status, worker_id, heartbeat_at, concurrency_group, created_at) VALUES
+         ('inv_groupholderaaaaaaaaaa', 'run_groupaaaaaaaaaaaaaaaa', 'running', 'w', now(), 'pipeline:p', now() - interval '1 hour'),
+         ('inv_groupwaitingaaaaaaaaa', 'run_groupaaaaaaaaaaaaaaaa', 'queued', NULL, NULL, 'pipeline:p', now() - interval '1 hour')`,
+    );
+    const orphans = async () =>
+      (await findOrphanedInvocations(pool, 60)).filter((row) => row.concurrency_group === "pipeline:p");
+    expect(await orphans()).toEqual([]);
+    // the holder ended and nobody handed the group on (its worker died first): the reconcile rule does
+    await pool.query(
+      "UPDATE svc.invocations SET status = 'completed' WHERE id = 'inv_groupholderaaaaaaaaaa'",
+    );
+    expect(await orphans()).toEqual([
+      { id: "inv_groupwaitingaaaaaaaaa", target: null, concurrency_group: "pipeline:p" },
     ]);
   });
 });

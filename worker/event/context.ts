@@ -13,6 +13,8 @@ export interface EventContext {
   skill?: string;
   /** the event comes from outside the repository's team (isOutsider): what its run writes is untrusted */
   outsider: boolean;
+  /** the pull request's (or issue's, merge request's) number, when the event concerns one (eventNumber) */
+  number?: number;
 }
 
 type Json = Record<string, unknown>;
@@ -53,6 +55,8 @@ export function eventContext(kind: string, payload: unknown): EventContext {
     str(args.branch) ??
     "";
   const context: EventContext = { repo, sha, branch, outsider: isOutsider(body) };
+  const number = eventNumber(body);
+  if (number !== undefined) context.number = number;
   if (kind === "manual" || kind === "replay") {
     const agent = named(body.agent);
     const skill = named(body.skill);
@@ -65,6 +69,30 @@ export function eventContext(kind: string, payload: unknown): EventContext {
     if (agent) context.agent = agent;
   }
   return context;
+}
+
+function positiveInteger(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+/**
+ * The number of the pull request or issue an event concerns: GitHub's `pull_request.number`,
+ * `issue.number` (an issue or a comment on a pull request) or the delivery's own `number`; GitLab's
+ * merge request `iid`; a bearer webhook's or a fire's `number` (top level or under `args`).
+ * Undefined when the payload names none (a push, a schedule), or names it as anything but a
+ * positive integer.
+ */
+export function eventNumber(payload: unknown): number | undefined {
+  const body = obj(payload) ?? {};
+  const gitlab = body.object_kind === "merge_request" ? obj(body.object_attributes) : undefined;
+  return (
+    positiveInteger(obj(body.pull_request)?.number) ??
+    positiveInteger(obj(body.issue)?.number) ??
+    positiveInteger(gitlab?.iid) ??
+    positiveInteger(obj(body.merge_request)?.iid) ??
+    positiveInteger(body.number) ??
+    positiveInteger(obj(body.args)?.number)
+  );
 }
 
 /** The code host's `author_association` values of the repository's own people. */

@@ -1,6 +1,7 @@
 import type { PoolClient } from "pg";
 import type { Job, PgBoss } from "pg-boss";
 import { transactionDb, WAKE_CHANNEL } from "../../db/boss.ts";
+import { lockGroups } from "../../db/concurrency-groups.ts";
 import type { TriggerEvent } from "../../db/invocations.ts";
 import { claimRuns, type InvocationRow } from "../../db/invocations.ts";
 import { claimOrchestratedTasks, type OrchestratedTask } from "../../db/orchestrated-tasks.ts";
@@ -235,7 +236,10 @@ export class ClaimLoop {
       if (jobs.length === 0) return [];
       const taskIds = jobs.flatMap((job) => ("taskId" in job.data ? [job.data.taskId] : []));
       const jobOf = new Map(jobs.filter(isInvocationJob).map((job) => [job.data.invocationId, job]));
-      const runs = await claimRuns(client, [...jobOf.keys()], workerId, staleAfterMs);
+      // a grouped run is claimed only under its concurrency group's lock (db/concurrency-groups.ts)
+      const groups = [...jobOf.values()].flatMap((job) => (job.data.group ? [job.data.group] : []));
+      await lockGroups(client, groups);
+      const runs = await claimRuns(client, [...jobOf.keys()], workerId, staleAfterMs, groups);
       // a run's job sent as its lease stays active as the lease; every other run takes one
       const held: LeaseData[] = [];
       for (const { invocation } of runs) {

@@ -1,25 +1,27 @@
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { transactionDb, wakeWorkers } from "../../db/boss.ts";
+import { lockGroups, type SupersededRun, supersedeInGroup } from "../../db/concurrency-groups.ts";
 import {
   type InvocationRow,
   insertQueuedRuns,
   insertWorkloadWithClaimedInvocation,
+  notifyInvocationCancelled,
   type QueuedRun,
 } from "../../db/invocations.ts";
-import { type LockedTrigger, lockTriggers } from "../../db/trigger-status.ts";
+import { type LockedTrigger, lockTriggers, settleTriggerIn } from "../../db/trigger-status.ts";
 import { setTriggerStatuses, type TriggerStatus } from "../../db/triggers.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
-import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
+import type { Diagnostic } from "../../shared/diagnostics.ts";
 import { newId } from "../../shared/ids.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../../shared/queues.ts";
 import { workspacePaths } from "../../shared/workspace-layout.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
-import type { EventContext } from "../event/context.ts";
-import { matchPipelines } from "../event/match.ts";
-import { type ResolvedEvent, resolveEvent, runIdentity } from "../event/resolve.ts";
+import { concurrencyGroup } from "../event/group.ts";
+import { type ResolvedEvent, resolveEvent } from "../event/resolve.ts";
+import { noMatch, pipelinesFor, unknownReference } from "./dispatch-match.ts";
 import { laneFor } from "./lanes.ts";
 import { type Instant, type Lease, laneLeaseOptions, NEVER, takeLeases } from "./run-leases.ts";
 
@@ -32,55 +34,6 @@ export interface DispatchDeps {
   logger: Logger;
   /** the heartbeatSeconds of the leases of runs this worker claims (worker/queue/run-leases.ts) */
   leaseSeconds: number;
-}
-
-function unknownReference(
-  config: Readonly<ConfigSnapshot>,
-  pipelines: Pipeline[],
-  context: EventContext,
-): Diagnostic | null {
-  if (context.agent && !config.agents[context.agent]) {
-    return diagnostic(
-      "unknown_agent_reference",
-      `the event names agent "${context.agent}", which is not configured`,
-      {
-        field: "agent",
-      },
-    );
-  }
-  if (context.skill && !config.skills[context.skill]) {
-    return diagnostic(
-      "unknown_agent_reference",
-      `the event names skill "${context.skill}", which is not configured`,
-      {
-        field: "skill",
-      },
-    );
-  }
-  for (const pipeline of pipelines) {
-    const { agent, skill } = runIdentity(pipeline, context);
-    if (agent && !config.agents[agent]) {
-      return diagnostic(
-        "unknown_agent_reference",
-        `pipeline ${pipeline.name} runs agent "${agent}", which is not configured`,
-        {
-          field: "agent",
-        },
-      );
-    }
-    for (const name of [skill, ...pipeline.companions]) {
-      if (name && !config.skills[name]) {
-        return diagnostic(
-          "unknown_agent_reference",
-          `pipeline ${pipeline.name} uses skill "${name}", which is not configured`,
-          {
-            field: "skill",
-          },
-        );
-      }
-    }
-  }
-  return null;
 }
 
 /** An invocation dispatch created already claimed by this worker, with what its run needs. */
@@ -97,7 +50,13 @@ export type DispatchOutcome =
   | { kind: "already" }
   | { kind: "discarded"; diagnostic: Diagnostic }
   | { kind: "none"; diagnostic: Diagnostic }
-  | { kind: "dispatched"; created: CreatedInvocation[]; claimed: ClaimedRun | undefined };
+  | {
+      kind: "dispatched";
+      created: CreatedInvocation[];
+      claimed: ClaimedRun | undefined;
+      /** the invocations of its concurrency groups it superseded (held elsewhere: told to stop after the commit) */
+      superseded: SupersededRun[];
+    };
 
 /**
  * How many runs a dispatch batch may still create held by `workerId` (its free slots): the first
@@ -128,7 +87,8 @@ export async function dispatchTriggers(
     client,
     jobs.map((job) => job.data.triggerId),
   );
-  const batch: BatchWrites = { queued: [], jobs: new Map(), statuses: [] };
+  const batch: BatchWrites = { queued: [], jobs: new Map(), statuses: [], superseded: [] };
+  const events = await resolveBatch(deps, client, [...locked.values()]);
   const outcomes: { triggerId: string; outcome: DispatchOutcome }[] = [];
   const seen = new Set<string>();
   for (const job of jobs) {
@@ -136,7 +96,7 @@ export async function dispatchTriggers(
     // a trigger named by two jobs of one batch is dispatched by the first
     const outcome: DispatchOutcome = seen.has(triggerId)
       ? { kind: "already" }
-      : await dispatchTrigger(deps, client, locked.get(triggerId), claims, batch);
+      : await dispatchTrigger(deps, client, locked.get(triggerId), events.get(triggerId), claims, batch);
     seen.add(triggerId);
     if (outcome.kind === "discarded" || outcome.kind === "none") {
       const { code, message } = outcome.diagnostic;
@@ -146,6 +106,7 @@ export async function dispatchTriggers(
     outcomes.push({ triggerId, outcome });
   }
   await writeBatch(deps, client, batch);
+  dropSupersededClaims(outcomes, batch, claims);
   await leaseClaimedRuns(deps, client, claims, outcomes);
   await deps.boss.complete(
     DISPATCH_QUEUE,
@@ -154,6 +115,49 @@ export async function dispatchTriggers(
     { db: transactionDb(client, { prepare: true }) },
   );
   return outcomes;
+}
+
+/**
+ * Resolves the events of the batch's undispatched triggers once, and takes the locks of every
+ * concurrency group their runs join, in one statement and one order before any run is created, so
+ * two workers dispatching batches that share groups wait for each other instead of deadlocking.
+ */
+async function resolveBatch(
+  deps: DispatchDeps,
+  client: pg.ClientBase,
+  triggers: LockedTrigger[],
+): Promise<Map<string, ResolvedEvent>> {
+  const events = new Map<string, ResolvedEvent>();
+  const groups: string[] = [];
+  for (const trigger of triggers) {
+    if (trigger.status !== "queued" || trigger.has_workloads) continue;
+    const event = await resolveEvent(client, trigger);
+    events.set(trigger.id, event);
+    for (const pipeline of pipelinesFor(deps.config, event, trigger.eval_run_id !== null)) {
+      const group = concurrencyGroup(pipeline, event.context);
+      if (group) groups.push(group);
+    }
+  }
+  await lockGroups(client, groups);
+  return events;
+}
+
+/**
+ * A run created held by this worker and superseded by a later event of its group in the same batch
+ * is not started: its row already says `cancelled`.
+ */
+function dropSupersededClaims(
+  outcomes: { outcome: DispatchOutcome }[],
+  batch: BatchWrites,
+  claims: DispatchClaims,
+): void {
+  const gone = new Set(batch.superseded.map((run) => run.id));
+  for (const { outcome } of outcomes) {
+    if (outcome.kind !== "dispatched" || !outcome.claimed || !gone.has(outcome.claimed.invocation.id))
+      continue;
+    outcome.claimed = undefined;
+    claims.left += 1;
+  }
 }
 
 /** The runs this batch created held by this worker get their leases in the same transaction. */
@@ -183,12 +187,13 @@ async function dispatchTrigger(
   deps: DispatchDeps,
   client: pg.ClientBase,
   trigger: LockedTrigger | undefined,
+  resolved: ResolvedEvent | undefined,
   claims: DispatchClaims,
   batch: BatchWrites,
 ): Promise<DispatchOutcome> {
   if (!trigger) return { kind: "missing" };
   if (trigger.status !== "queued" || trigger.has_workloads) return { kind: "already" };
-  const event = await resolveEvent(client, trigger);
+  const event = resolved ?? (await resolveEvent(client, trigger));
   const pipelines = pipelinesFor(deps.config, event, trigger.eval_run_id !== null);
   const unknown = unknownReference(deps.config, pipelines, event.context);
   if (unknown) return { kind: "discarded", diagnostic: unknown };
@@ -199,25 +204,6 @@ async function dispatchTrigger(
   return { kind: "dispatched", ...run };
 }
 
-/** The pipelines an event fires; an agent-session event addresses one agent, so only its pipelines answer. */
-function pipelinesFor(config: Readonly<ConfigSnapshot>, event: ResolvedEvent, evalRun: boolean): Pipeline[] {
-  const pipelines = matchPipelines(config, {
-    kind: event.kind,
-    source: event.source,
-    eventName: event.eventName,
-    repo: event.context.repo,
-    evalRun,
-  });
-  if (event.kind === "tracker" && event.context.agent)
-    return pipelines.filter((pipeline) => pipeline.agent === event.context.agent);
-  return pipelines;
-}
-
-function noMatch(event: ResolvedEvent): Diagnostic {
-  const what = event.kind === "webhook" ? `route ${event.source}` : `event ${event.eventName}`;
-  return diagnostic("no_matching_pipeline", `no pipeline is fired by ${event.kind} ${what}`);
-}
-
 /**
  * What a dispatch batch writes at its end in a few statements whatever its size: the queued runs
  * (workloads, invocations, lane jobs) and the new statuses of its triggers.
@@ -226,6 +212,8 @@ interface BatchWrites {
   queued: QueuedRun[];
   jobs: Map<string, InvocationJob[]>;
   statuses: { id: string; status: TriggerStatus; diagnostic: Diagnostic | null }[];
+  /** invocations of concurrency groups that a newer event of the batch superseded */
+  superseded: SupersededRun[];
 }
 
 async function writeBatch(deps: DispatchDeps, client: pg.ClientBase, batch: BatchWrites): Promise<void> {
@@ -239,6 +227,9 @@ async function writeBatch(deps: DispatchDeps, client: pg.ClientBase, batch: Batc
       { db: transactionDb(client, { prepare: true }) },
     );
   await setTriggerStatuses(client, batch.statuses);
+  // after the statuses: a trigger of this batch whose run a later one superseded settles from it
+  const settle = [...new Set(batch.superseded.flatMap((run) => (run.trigger_id ? [run.trigger_id] : [])))];
+  for (const triggerId of settle.sort()) await settleTriggerIn(client, triggerId);
 }
 
 /**
@@ -252,15 +243,17 @@ async function createRun(
   client: pg.ClientBase,
   run: { trigger: LockedTrigger; event: ResolvedEvent; pipelines: Pipeline[]; claimFor: string | undefined },
   batch: BatchWrites,
-): Promise<{ created: CreatedInvocation[]; claimed: ClaimedRun | undefined }> {
+): Promise<{ created: CreatedInvocation[]; claimed: ClaimedRun | undefined; superseded: SupersededRun[] }> {
   const { config } = deps;
   const { trigger, event } = run;
   const created: CreatedInvocation[] = [];
+  const superseded: SupersededRun[] = [];
   let claimed: ClaimedRun | undefined;
   for (const pipeline of run.pipelines) {
     const workloadId = newId("workload");
     const invocationId = newId("invocation");
     const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
+    const group = concurrencyGroup(pipeline, event.context);
     const rows: QueuedRun = {
       workloadId,
       triggerId: trigger.id,
@@ -270,8 +263,26 @@ async function createRun(
       workspace: workspacePaths(config.dir, workloadId, invocationId).root,
       invocationId,
       target: lane.target,
+      group,
+      headSha: group && event.context.sha ? event.context.sha : null,
     };
     const entry = { workload: workloadId, invocation: invocationId, pipeline: pipeline.name };
+    if (group) {
+      // the group's lock is held since resolveBatch
+      const joined = await supersedeInGroup(client, {
+        key: group,
+        triggerId: trigger.id,
+        cancelRunning: pipeline.concurrency?.cancelInProgress === true,
+      });
+      superseded.push(...joined.superseded);
+      batch.superseded.push(...joined.superseded);
+      if (joined.held) {
+        // waits, queued without a lane job, until the group's running invocation ends (nextInGroup)
+        await insertQueuedRuns(client, [rows]);
+        created.push({ ...entry, lane: WAITING });
+        continue;
+      }
+    }
     if (run.claimFor && !claimed && lane.usable) {
       const invocation = await insertWorkloadWithClaimedInvocation(client, {
         ...rows,
@@ -285,22 +296,27 @@ async function createRun(
       created.push({ ...entry, lane: "in-process" });
       continue;
     }
-    batch.queued.push(rows);
+    // a grouped run is written now, so that a later event of its group in this batch finds it
+    if (group) await insertQueuedRuns(client, [rows]);
+    else batch.queued.push(rows);
     const jobs = batch.jobs.get(lane.queue) ?? [];
     // a new invocation's first claim makes its attempt 1
-    jobs.push({ invocationId, attempt: 1 });
+    jobs.push({ invocationId, attempt: 1, ...(group ? { group } : {}) });
     batch.jobs.set(lane.queue, jobs);
     created.push({ ...entry, lane: lane.queue });
   }
   if (!claimed) batch.statuses.push({ id: trigger.id, status: "running", diagnostic: null });
-  return { created, claimed };
+  return { created, claimed, superseded };
 }
+
+/** The lane of a created invocation that waits for its concurrency group's running one. */
+const WAITING = "waiting";
 
 interface CreatedInvocation {
   workload: string;
   invocation: string;
   pipeline: string;
-  /** its lane queue, or `in-process` when this worker holds it */
+  /** its lane queue, `in-process` when this worker holds it, `waiting` for its concurrency group */
   lane: string;
 }
 
@@ -328,9 +344,19 @@ export function afterDispatch(
     case "dispatched":
       // after the commit, never inside it (see wakeWorkers): the lane's workers look at once
       for (const lane of new Set(outcome.created.map((entry) => entry.lane)))
-        if (lane !== "in-process") wakeWorkers(deps.boss, lane);
+        if (lane !== "in-process" && lane !== WAITING) wakeWorkers(deps.boss, lane);
       for (const entry of outcome.created) {
         logger.info("workload created", { event: "trigger.dispatched", trigger: triggerId, ...entry });
+      }
+      for (const run of outcome.superseded) {
+        logger.info("invocation superseded", {
+          event: "invocation.superseded",
+          invocation: run.id,
+          by: triggerId,
+        });
+        // the worker holding it stops at once instead of at its next heartbeat; a lost NOTIFY is
+        // caught by that heartbeat, so a failure here changes nothing
+        if (run.was === "running") void notifyInvocationCancelled(deps.pool, run.id).catch(() => {});
       }
       return outcome.claimed;
     default:

@@ -3,6 +3,7 @@ import type { PoolClient } from "pg";
 import type { PgBoss } from "pg-boss";
 import { revokeRunTokensExceptTasks, revokeTaskTokens } from "../../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../../db/boss.ts";
+import { tryLockGroup } from "../../db/concurrency-groups.ts";
 import {
   failLostInvocation,
   getInvocationPipeline,
@@ -28,6 +29,7 @@ import type { Logger } from "../../shared/logger.ts";
 import { type InvocationJob, type LaneJob, laneQueue, type TaskJob } from "../../shared/queues.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
+import { handOffGroup } from "./group-handoff.ts";
 import { laneFor } from "./lanes.ts";
 import { type LeaseData, LOST_QUEUE } from "./run-leases.ts";
 
@@ -120,6 +122,10 @@ async function reclaimRuns(
   out: { settled: string[]; lanes: Set<string> },
 ): Promise<void> {
   for (const row of rows) {
+    const group = row.concurrency_group;
+    // this transaction holds the run's row: waiting for its group's lock could deadlock with a
+    // holder that waits for the row. A busy group's run is reaped by the next sweep (still stale)
+    if (group && !(await tryLockGroup(client, group))) continue;
     const workload = await getWorkload(client, row.workload_id);
     const lost = diagnostic("worker_lost", `the worker running invocation ${row.id} ${why}`, {
       metadata: { attempts: row.attempts },
@@ -131,10 +137,16 @@ async function reclaimRuns(
     const pipeline = workload ? deps.config.pipelines[workload.pipeline] : undefined;
     if (row.attempts < deps.maxAttempts && pipeline) {
       await requeueInvocation(client, row.id);
-      const lane = laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets);
-      const job: InvocationJob = { invocationId: row.id };
-      await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
-      out.lanes.add(lane.queue);
+      if (group) {
+        // back through its group: a newer event of the group that waits runs instead of this one
+        const { lane } = await handOffGroup(deps, client, group, pipeline);
+        if (lane) out.lanes.add(lane);
+      } else {
+        const lane = laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets);
+        const job: InvocationJob = { invocationId: row.id };
+        await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
+        out.lanes.add(lane.queue);
+      }
       deps.logger.warn("lost run queued again", {
         event: "invocation.requeued",
         invocation: row.id,
@@ -143,6 +155,10 @@ async function reclaimRuns(
     } else {
       await failLostInvocation(client, row.id, lost);
       await cancelOrchestratedTasks(client, row.id, lost);
+      if (group) {
+        const { lane } = await handOffGroup(deps, client, group, pipeline);
+        if (lane) out.lanes.add(lane);
+      }
       deps.logger.warn("lost run failed", {
         event: "invocation.worker_lost",
         invocation: row.id,

@@ -35,6 +35,7 @@ export function agentPrompt(run: RunState): Prompt {
     skill,
     event: { name: run.event.eventName, source: run.event.kind, payload: run.event.payload },
     knowledge: run.knowledge,
+    ...(pipeline.concurrency ? { previousSha: run.previousSha } : {}),
   });
   // an orchestrator learns its guidance, its budgets and how to hand work to tasks
   if (pipeline.orchestrator)

@@ -12,10 +12,13 @@ export interface RunEnvironmentInput {
   eventSource: string;
   payload: unknown;
   pipeline: Pick<Pipeline, "env">;
+  /** the head the concurrency group's last completed run reviewed, if an ancestor of SHA (previous-head.ts) */
+  previousSha?: string;
 }
 
 /**
  * The complete environment of a setup step, built from nothing: the contract's nine variables,
+ * PREVIOUS_SHA (empty unless a concurrency group's earlier run reviewed an ancestor of SHA),
  * the pipeline's `env` manifest, and PATH/HOME. Never a spread of process.env, so no `SVC_*`,
  * database URL or credential of the worker can reach a step. The payload travels as a variable,
  * never spliced into the command, so its shell metacharacters are inert.
@@ -34,6 +37,7 @@ export function runEnvironment(input: RunEnvironmentInput): Record<string, strin
     EVENT_NAME: input.eventName,
     EVENT_SOURCE: input.eventSource,
     PAYLOAD_JSON: JSON.stringify(input.payload ?? null),
+    PREVIOUS_SHA: input.previousSha ?? "",
   };
 }
 
@@ -42,6 +46,7 @@ export function eventEnvironment(
   workspace: Workspace,
   event: ResolvedEvent,
   pipeline: Pick<Pipeline, "env">,
+  previousSha = "",
 ): Record<string, string> {
   const { repo, sha, branch } = event.context;
   return runEnvironment({
@@ -53,6 +58,7 @@ export function eventEnvironment(
     eventSource: event.kind,
     payload: event.payload,
     pipeline,
+    previousSha,
   });
 }
 

@@ -1,6 +1,7 @@
 import type { PgBoss } from "pg-boss";
 import { revokeInvocationTokens } from "../../db/api_tokens.ts";
 import { transactionDb, wakeWorkers } from "../../db/boss.ts";
+import { lockGroups } from "../../db/concurrency-groups.ts";
 import {
   finishInvocation,
   getInvocationStatus,
@@ -19,6 +20,7 @@ import { type Workspace, workspacePaths } from "../../shared/workspace-layout.ts
 import { recordInvocationEnd } from "../metrics.ts";
 import { noteRunEnd } from "../outputs/progress.ts";
 import type { KnownRun } from "../queue/claim-loop.ts";
+import { handOffGroup } from "../queue/group-handoff.ts";
 import { laneFor } from "../queue/lanes.ts";
 import { completeLease, type Lease, touchLease } from "../queue/run-leases.ts";
 import { recordRunEnd } from "./circuit-breaker.ts";
@@ -80,7 +82,14 @@ export async function runClaimedInvocation(
     });
     end = pipeline
       ? await runInvocation(deps, {
-          ...{ invocationId, workload, pipeline, paths, target: claimed.target },
+          ...{
+            invocationId,
+            workload,
+            pipeline,
+            paths,
+            target: claimed.target,
+            group: claimed.concurrency_group,
+          },
           signal: watch.signal,
           event: known.event,
           trigger: known.trigger,
@@ -97,9 +106,10 @@ export async function runClaimedInvocation(
   } finally {
     watch.stop();
   }
+  const group = claimed.concurrency_group ?? null;
   let settled: boolean;
   try {
-    settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease });
+    settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease, group });
   } catch (error) {
     if (!databaseUnreachable(error)) throw error;
     // Safe to end here: nothing of the run was recorded or published without its claim proven, its
@@ -176,6 +186,8 @@ interface Ended {
   end: RunEnd;
   watch: RunWatch;
   lease?: Lease;
+  /** the invocation's concurrency group: its next waiting run is handed the group with this end */
+  group: string | null;
 }
 
 /**
@@ -196,13 +208,16 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
     return false;
   }
   if (end.kind === "released") {
-    await release(deps, invocationId, pipeline, end.credentials === true);
+    await release(deps, ended, end.credentials === true);
     return false;
   }
   // before the trigger settles, so a settled trigger never has a checkout left to remove
   if (pipeline && !pipeline.retainCheckout) await bestEffort(deps, "remove_checkout", removeCheckout(paths));
   // the run's end and its trigger's settlement commit together: one WAL flush, not two
+  let handedTo: string | undefined;
   const finished = await withTransaction(pool, async (client) => {
+    // the group's lock before the run's row, as every other writer of the group takes them
+    if (ended.group) await lockGroups(client, [ended.group]);
     const held = await finishInvocation(
       client,
       invocationId,
@@ -220,13 +235,16 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
       await cancelOrchestratedTasks(client, invocationId, ORCHESTRATOR_ENDED);
     if (held && ended.lease)
       await completeLease(deps.boss, ended.lease, transactionDb(client, { prepare: true }));
+    if (held && ended.group) handedTo = (await handOffGroup(deps, client, ended.group, pipeline)).lane;
     return held;
   });
+  if (handedTo) wakeWorkers(deps.boss, handedTo);
   if (!finished) {
     // cancelled between the end of the run and this write: the cancellation stands
     if ((await getInvocationStatus(pool, invocationId)) === "cancelled") {
       await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
       if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
+      await handOff(deps, ended);
     } else {
       // taken over between the end of the run and this write: the other attempt's end is the record
       abandoned(deps, invocationId, "its claim was lost");
@@ -286,6 +304,22 @@ async function recordCancelled(deps: HoldDeps, ended: Ended): Promise<void> {
     pipeline: workload.pipeline,
   });
   if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
+  await handOff(deps, ended);
+}
+
+/**
+ * A run whose cancellation someone else recorded (the API, or a newer event of its group) hands
+ * its group on in a transaction of its own. If this worker dies first, the reconcile rule sends
+ * the waiting run its job (group-handoff.ts).
+ */
+async function handOff(deps: HoldDeps, ended: Ended): Promise<void> {
+  const { group } = ended;
+  if (!group) return;
+  const { lane } = await withTransaction(deps.pool, async (client) => {
+    await lockGroups(client, [group]);
+    return handOffGroup(deps, client, group, ended.pipeline);
+  });
+  if (lane) wakeWorkers(deps.boss, lane);
 }
 
 /**
@@ -302,18 +336,24 @@ async function bestEffort(deps: HoldDeps, what: string, work: Promise<unknown>):
   );
 }
 
-/** Back to `queued` with a fresh lane job, in one transaction, so the run is never lost in between. */
-async function release(
-  deps: HoldDeps,
-  invocationId: string,
-  pipeline: Pipeline | undefined,
-  waiting: boolean,
-) {
+/**
+ * Back to `queued` with a fresh lane job, in one transaction, so the run is never lost in between.
+ * A grouped run goes back through its group: when a newer event of the group waits, that one runs
+ * and this one ends `superseded`.
+ */
+async function release(deps: HoldDeps, ended: Ended, waiting: boolean) {
+  const { invocationId, pipeline, group } = ended;
   const queue = pipeline
     ? laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets).queue
     : laneQueue(null);
   await withTransaction(deps.pool, async (client) => {
+    if (group) await lockGroups(client, [group]);
     if (!(await releaseInvocation(client, invocationId, deps.workerId))) return;
+    if (group) {
+      const recheck = waiting ? { invocationId, seconds: RECHECK_SECONDS } : undefined;
+      await handOffGroup(deps, client, group, pipeline, recheck);
+      return;
+    }
     const job: InvocationJob = { invocationId };
     // a run waiting for a credential is not offered again at once: the lane is about to stop,
     // and an immediate job would spin between claim and release until it does

@@ -11,6 +11,7 @@ import { eventEnvironment } from "./environment.ts";
 import { prepareRunKnowledge, type RunKnowledge } from "./knowledge.ts";
 import { runGate } from "./output-gate.ts";
 import { openRunSecrets } from "./run-secrets.ts";
+import { previousHead } from "./previous-head.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import type { RunDeps, RunEnd, RunInput, RunState } from "./types.ts";
 import { checkOutEvent, emptyAgentDir } from "./workspace.ts";
@@ -34,14 +35,16 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   // where each phase's processes run: on a sandboxed pipeline, a container for the setup steps and
   // another for the agent; else the worker's host for both
   const { sandbox } = input.pipeline;
+  // read before any step runs: nothing of the pull request has touched the checkout yet
+  const previousSha = input.group ? await previousHead(deps.records, input.group, input) : "";
   const engines: RunEngines = sandbox
     ? openSandbox(deps, sandbox, input)
     : { setup: deps.host, agent: deps.host };
   // open before the first process: every artifact of the run from here on is redacted with them
   const secrets = openRunSecrets(input.invocationId, deps);
   const run: RunState = {
-    ...{ deps, input, event, engines, secrets },
-    env: eventEnvironment(input.paths, event, input.pipeline),
+    ...{ deps, input, event, engines, secrets, previousSha },
+    env: eventEnvironment(input.paths, event, input.pipeline, previousSha),
     knowledge: { passages: [] },
     seq: 0,
   };

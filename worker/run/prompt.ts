@@ -17,6 +17,11 @@ export interface PromptInput {
   event: { name: string; source: string; payload: unknown };
   /** retrieved passages (delivery `prompt`) as a `## Knowledge` section within its budget, or where to look */
   knowledge?: RunKnowledge;
+  /**
+   * A run of a concurrency group: the head its last completed run reviewed (PREVIOUS_SHA), empty
+   * when none did or that head is not an ancestor of this one. Undefined: the pipeline has no group.
+   */
+  previousSha?: string;
 }
 
 /**
@@ -45,6 +50,7 @@ export function assemblePrompt(input: PromptInput): Prompt {
   user.push(
     `# Event\n\nname: ${input.event.name}\nsource: ${input.event.source}\n\n\`\`\`json\n${JSON.stringify(input.event.payload ?? null, null, 2)}\n\`\`\``,
   );
+  if (input.previousSha !== undefined) user.push(sinceSection(input.previousSha));
   const knowledge = knowledgeSection(input.knowledge?.passages ?? []);
   if (knowledge) user.push(knowledge);
   else if (input.knowledge?.note) user.push(`## Knowledge\n\n${input.knowledge.note}`);
@@ -54,6 +60,13 @@ export function assemblePrompt(input: PromptInput): Prompt {
     );
   }
   return { system: sections.join("\n\n"), user: user.join("\n\n") };
+}
+
+/** What an incremental review looks at: what changed since the group's last reviewed head, or everything. */
+function sinceSection(previousSha: string): string {
+  return previousSha
+    ? `# Since the last review\n\nThe last completed run of this concurrency group reviewed ${previousSha}, an ancestor of this head ($PREVIOUS_SHA): review only what changed since it (\`git diff ${previousSha} HEAD\`).`
+    : "# Since the last review\n\nNo earlier completed run of this concurrency group reviewed an ancestor of this head ($PREVIOUS_SHA is empty): review everything.";
 }
 
 /** The command runtime has one channel, stdin: the system part first, then the request. */

@@ -63,6 +63,8 @@ export interface RunInput {
   trigger?: TriggerEvent | null;
   /** the target the invocation row names already */
   target: string | null;
+  /** the invocation's concurrency group (db/concurrency-groups.ts); null or absent: none */
+  group?: string | null;
   isCancelled: () => boolean;
   /**
    * a heartbeat now; false when the claim is lost (the run's lease failed, or another worker took
@@ -84,6 +86,8 @@ export interface RunState {
   env: Record<string, string>;
   /** what the pipeline's `knowledge` block delivers into this run (prompt section, files) */
   knowledge: RunKnowledge;
+  /** PREVIOUS_SHA: the concurrency group's last reviewed head, if an ancestor of this one; else empty */
+  previousSha: string;
   /** what retrieval delivered, until it is recorded on the invocation (see phases.ts) */
   knowledgeUnrecorded?: InvocationKnowledge;
   seq: number;

@@ -37,6 +37,23 @@ async function git(args: string[], cwd?: string): Promise<void> {
 export class CheckoutError extends Error {}
 
 /**
+ * Whether `commit` is an ancestor of (or is) the checkout's HEAD. False when it is not, when the
+ * clone does not hold it (a force push left it unreachable) and when there is no clone. `commit`
+ * must be a full or abbreviated hex object name: anything else is never handed to git, which would
+ * read a leading `-` as an option.
+ */
+export async function isAncestorOfHead(checkout: string, commit: string): Promise<boolean> {
+  if (!/^[0-9a-f]{7,64}$/.test(commit)) return false;
+  if (!(await exists(join(checkout, ".git")))) return false;
+  try {
+    await git(["merge-base", "--is-ancestor", "--end-of-options", commit, "HEAD"], checkout);
+    return true;
+  } catch {
+    return false; // exit 1: not an ancestor; 128: the clone does not hold it. Either way: review everything
+  }
+}
+
+/**
  * The run, surface, agent and logs directories (and an empty checkout when nothing is cloned), each
  * 0700: the worker's alone until a sandbox hands them to its container's user (never to everyone).
  */

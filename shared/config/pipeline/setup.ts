@@ -12,6 +12,7 @@ export const SETUP_ENVIRONMENT = [
   "EVENT_NAME",
   "EVENT_SOURCE",
   "PAYLOAD_JSON",
+  "PREVIOUS_SHA",
 ] as const;
 
 const TEMPLATE = /\{\{[\s\S]*?\}\}/;

@@ -216,6 +216,7 @@ describe("setup-step environment", () => {
             "EVENT_NAME",
             "EVENT_SOURCE",
             "PAYLOAD_JSON",
+            "PREVIOUS_SHA",
             "PATH",
             "HOME",
             ...Object.keys(manifest),
