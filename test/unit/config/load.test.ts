@@ -61,6 +61,14 @@ describe("loadConfig on the reference configuration", () => {
       exec: "/usr/local/bin/biome",
       args: ["check", "$path"],
     });
+    // one review per pull request at a time, of what changed since the last one
+    expect(config.pipelines["pr-review"]!.concurrency).toEqual({
+      group: "pull_request",
+      cancelInProgress: true,
+    });
+    expect(config.pipelines["pr-review"]!.setup.map((step) => step.run).join("\n")).toContain(
+      "$PREVIOUS_SHA",
+    );
   });
 
   it("loads the copy in test/fixtures with no problems at all", async () => {
