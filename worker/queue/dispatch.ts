@@ -133,8 +133,9 @@ async function resolveBatch(
     if (trigger.status !== "queued" || trigger.has_workloads) continue;
     const event = await resolveEvent(client, trigger);
     events.set(trigger.id, event);
-    for (const pipeline of pipelinesFor(deps.config, event, trigger.eval_run_id !== null)) {
-      const group = concurrencyGroup(pipeline, event.context);
+    const evalRun = trigger.eval_run_id !== null;
+    for (const pipeline of pipelinesFor(deps.config, event, evalRun)) {
+      const group = concurrencyGroup(pipeline, event.context, evalRun);
       if (group) groups.push(group);
     }
   }
@@ -253,7 +254,7 @@ async function createRun(
     const workloadId = newId("workload");
     const invocationId = newId("invocation");
     const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
-    const group = concurrencyGroup(pipeline, event.context);
+    const group = concurrencyGroup(pipeline, event.context, trigger.eval_run_id !== null);
     const rows: QueuedRun = {
       workloadId,
       triggerId: trigger.id,

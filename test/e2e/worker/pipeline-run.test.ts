@@ -79,6 +79,7 @@ describe("svc ingress + svc worker as real processes", () => {
       DEPLOY_ENV: "production",
     });
     expect(JSON.parse(env.PAYLOAD_JSON!)).toEqual(payload);
+    expect(env.PREVIOUS_SHA).toBe("");
     expect(Object.keys(env).filter((name) => name.startsWith("SVC_"))).toEqual([]);
     // nothing of the worker's environment beyond PATH and HOME: no token, no secret, no database URL
     const allowed = new Set([
@@ -91,6 +92,8 @@ describe("svc ingress + svc worker as real processes", () => {
       "EVENT_NAME",
       "EVENT_SOURCE",
       "PAYLOAD_JSON",
+      // empty: the pipeline has no concurrency group (docs/worker.md, "Incremental reviews")
+      "PREVIOUS_SHA",
       "DEPLOY_ENV",
       "PATH",
       "HOME",

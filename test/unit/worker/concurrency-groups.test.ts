@@ -90,6 +90,10 @@ describe("the group an event's run joins", () => {
     expect(concurrencyGroup(grouped("repository"), { repo: "" })).toBe("pipeline:review");
   });
 
+  it("leaves an eval's replay out of every group: it neither cancels nor waits for a live review", () => {
+    expect(concurrencyGroup(grouped("pull_request"), { repo: "acme/widgets", number: 7 }, true)).toBeNull();
+  });
+
   it("never gives a pull request's group the key of another kind's", () => {
     // a repository named like a pull request's key part still lands in another group
     expect(concurrencyGroup(grouped("repository"), { repo: "acme/widgets#7" })).not.toBe(
