@@ -49,32 +49,71 @@ export interface SupersededRun {
 }
 
 /**
- * A newer event joins the group (under its lock): every waiting invocation of the group ends
- * `cancelled` with `superseded`, and so does the running one when `cancelRunning`. `held` is true
- * when a running one stays: the newcomer then waits, unclaimed, until it ends.
+ * The order of a group's events: by their trigger's arrival (`created_at`, then id for triggers
+ * stored in one transaction), not by when a worker happened to dispatch them, so a dispatch job
+ * retried late, or fetched behind a newer one in a batch, never overtakes the newer event.
+ */
+const EVENT_ORDER = "t.created_at DESC, t.id DESC";
+
+/** Ends the invocations `ids` (those still queued or running) `superseded`, with their orchestrated tasks. */
+async function endSuperseded(db: Queryable, ids: string[], ended: Diagnostic): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE svc.invocations SET status = 'cancelled', diagnostic = $2, finished_at = now(), updated_at = now()
+      WHERE id = ANY($1::text[]) AND status IN ('queued', 'running') RETURNING id`,
+    [ids, JSON.stringify(ended)],
+  );
+  // a run released mid-flight may have left orchestrated tasks behind: they end with it
+  for (const row of rows) await cancelOrchestratedTasks(db, row.id, ended);
+  return rows.map((row) => row.id);
+}
+
+/**
+ * An event joins the group (under its lock), before its invocation `invocationId` is written.
+ * - The group holds a newer event already (queued or running): the newcomer is overtaken, and its
+ *   invocation is to be ended `superseded` by that event (`overtakenBy`), once written.
+ * - Otherwise every waiting invocation of the group ends `cancelled` with `superseded`, and so does
+ *   the running one when `cancelRunning`; `held` is true when a running one stays: the newcomer then
+ *   waits, unclaimed, until it ends.
  */
 export async function supersedeInGroup(
   db: Queryable,
   group: { key: string; triggerId: string; cancelRunning: boolean },
-): Promise<{ superseded: SupersededRun[]; held: boolean }> {
-  const superseded = supersededBy(group.triggerId, group.key);
-  const { rows } = await db.query<SupersededRun & { held: boolean }>(
-    `WITH target AS (
-       SELECT i.id, i.status, w.trigger_id FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
-        WHERE i.concurrency_group = $1 AND (i.status = 'queued' OR (i.status = 'running' AND $2))
-        FOR UPDATE OF i),
-     ended AS (
-       UPDATE svc.invocations i SET status = 'cancelled', diagnostic = $3, finished_at = now(), updated_at = now()
-         FROM target t WHERE i.id = t.id RETURNING i.id)
-     SELECT t.id, t.status AS was, t.trigger_id, false AS held FROM target t JOIN ended e ON e.id = t.id
-     UNION ALL
-     SELECT NULL, NULL, NULL, true
-      WHERE NOT $2 AND EXISTS (SELECT 1 FROM svc.invocations WHERE concurrency_group = $1 AND status = 'running')`,
-    [group.key, group.cancelRunning, JSON.stringify(superseded)],
+): Promise<{ superseded: SupersededRun[]; held: boolean; overtakenBy?: string }> {
+  const { rows } = await db.query<SupersededRun & { newer: boolean }>(
+    `SELECT i.id, i.status AS was, w.trigger_id,
+            (t.created_at, t.id) > (SELECT created_at, id FROM svc.triggers WHERE id = $2) AS newer
+       FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
+       LEFT JOIN svc.triggers t ON t.id = w.trigger_id
+      WHERE i.concurrency_group = $1 AND i.status IN ('queued', 'running')
+      ORDER BY ${EVENT_ORDER}
+      FOR UPDATE OF i`,
+    [group.key, group.triggerId],
   );
-  const ended = rows.filter((row) => !row.held).map(({ held: _held, ...row }) => row);
-  for (const row of ended) if (row.was === "running") await cancelOrchestratedTasks(db, row.id, superseded);
-  return { superseded: ended, held: rows.some((row) => row.held) };
+  const newest = rows[0];
+  if (newest?.newer) return { superseded: [], held: false, overtakenBy: newest.trigger_id ?? undefined };
+  const ending = rows.filter((row) => row.was === "queued" || group.cancelRunning);
+  const ended = new Set(
+    await endSuperseded(
+      db,
+      ending.map((row) => row.id),
+      supersededBy(group.triggerId, group.key),
+    ),
+  );
+  return {
+    superseded: ending.filter((row) => ended.has(row.id)).map(({ newer: _newer, ...row }) => row),
+    held: rows.some((row) => row.was === "running" && !ended.has(row.id)),
+  };
+}
+
+/** The newcomer's invocation, written, ends overtaken by the group's newer event (supersedeInGroup). */
+export async function endOvertaken(
+  db: Queryable,
+  invocationId: string,
+  key: string,
+  newer: string,
+): Promise<void> {
+  await endSuperseded(db, [invocationId], supersededBy(newer, key));
 }
 
 /**
@@ -88,28 +127,23 @@ export async function nextInGroup(
 ): Promise<{ start?: { id: string; target: string | null }; superseded: SupersededRun[] }> {
   const { rows } = await db.query<{ id: string; target: string | null; trigger_id: string | null }>(
     `SELECT i.id, i.target, w.trigger_id FROM svc.invocations i JOIN svc.workloads w ON w.id = i.workload_id
+       LEFT JOIN svc.triggers t ON t.id = w.trigger_id
       WHERE i.concurrency_group = $1 AND i.status = 'queued'
-      ORDER BY i.created_at DESC, i.id DESC`,
+      ORDER BY ${EVENT_ORDER}`,
     [key],
   );
   const [newest, ...older] = rows;
   if (!newest) return { superseded: [] };
-  const superseded: SupersededRun[] = [];
-  if (older.length > 0) {
-    const ended = supersededBy(newest.trigger_id, key);
-    const { rows: cancelled } = await db.query<{ id: string }>(
-      `UPDATE svc.invocations SET status = 'cancelled', diagnostic = $2, finished_at = now(), updated_at = now()
-        WHERE id = ANY($1::text[]) AND status = 'queued' RETURNING id`,
-      [older.map((row) => row.id), JSON.stringify(ended)],
-    );
-    const done = new Set(cancelled.map((row) => row.id));
-    for (const row of older) {
-      if (!done.has(row.id)) continue;
-      // a run released mid-flight may have left orchestrated tasks behind: they end with it
-      await cancelOrchestratedTasks(db, row.id, ended);
-      superseded.push({ id: row.id, was: "queued", trigger_id: row.trigger_id });
-    }
-  }
+  const ended = new Set(
+    await endSuperseded(
+      db,
+      older.map((row) => row.id),
+      supersededBy(newest.trigger_id, key),
+    ),
+  );
+  const superseded: SupersededRun[] = older
+    .filter((row) => ended.has(row.id))
+    .map((row) => ({ id: row.id, was: "queued", trigger_id: row.trigger_id }));
   const { rows: running } = await db.query(
     "SELECT 1 FROM svc.invocations WHERE concurrency_group = $1 AND status = 'running' LIMIT 1",
     [key],

@@ -1,7 +1,12 @@
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { transactionDb, wakeWorkers } from "../../db/boss.ts";
-import { lockGroups, type SupersededRun, supersedeInGroup } from "../../db/concurrency-groups.ts";
+import {
+  endOvertaken,
+  lockGroups,
+  type SupersededRun,
+  supersedeInGroup,
+} from "../../db/concurrency-groups.ts";
 import {
   type InvocationRow,
   insertQueuedRuns,
@@ -277,6 +282,14 @@ async function createRun(
       });
       superseded.push(...joined.superseded);
       batch.superseded.push(...joined.superseded);
+      if (joined.overtakenBy) {
+        // an older event dispatched late: the group holds a newer one, so this one never runs
+        await insertQueuedRuns(client, [rows]);
+        await endOvertaken(client, invocationId, group, joined.overtakenBy);
+        batch.superseded.push({ id: invocationId, was: "queued", trigger_id: trigger.id });
+        created.push({ ...entry, lane: OVERTAKEN });
+        continue;
+      }
       if (joined.held) {
         // waits, queued without a lane job, until the group's running invocation ends (nextInGroup)
         await insertQueuedRuns(client, [rows]);
@@ -312,12 +325,14 @@ async function createRun(
 
 /** The lane of a created invocation that waits for its concurrency group's running one. */
 const WAITING = "waiting";
+/** The lane of a created invocation whose group already holds a newer event: it never runs. */
+const OVERTAKEN = "superseded";
 
 interface CreatedInvocation {
   workload: string;
   invocation: string;
   pipeline: string;
-  /** its lane queue, `in-process` when this worker holds it, `waiting` for its concurrency group */
+  /** its lane queue, `in-process` when this worker holds it, `waiting` for its concurrency group, or `superseded` */
   lane: string;
 }
 
@@ -345,7 +360,7 @@ export function afterDispatch(
     case "dispatched":
       // after the commit, never inside it (see wakeWorkers): the lane's workers look at once
       for (const lane of new Set(outcome.created.map((entry) => entry.lane)))
-        if (lane !== "in-process" && lane !== WAITING) wakeWorkers(deps.boss, lane);
+        if (lane !== "in-process" && lane !== WAITING && lane !== OVERTAKEN) wakeWorkers(deps.boss, lane);
       for (const entry of outcome.created) {
         logger.info("workload created", { event: "trigger.dispatched", trigger: triggerId, ...entry });
       }

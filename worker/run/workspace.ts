@@ -46,7 +46,10 @@ export async function isAncestorOfHead(checkout: string, commit: string): Promis
   if (!/^[0-9a-f]{7,64}$/.test(commit)) return false;
   if (!(await exists(join(checkout, ".git")))) return false;
   try {
-    await git(["merge-base", "--is-ancestor", "--end-of-options", commit, "HEAD"], checkout);
+    // a retried run reuses its checkout, which an earlier attempt's steps could write into: no hook
+    // or fsmonitor the repository's config might name runs for this question
+    const inert = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"];
+    await git([...inert, "merge-base", "--is-ancestor", "--end-of-options", commit, "HEAD"], checkout);
     return true;
   } catch {
     return false; // exit 1: not an ancestor; 128: the clone does not hold it. Either way: review everything
