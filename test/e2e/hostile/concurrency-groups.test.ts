@@ -49,22 +49,24 @@ describe("hostile: a pull request's author against concurrency groups", () => {
     const benign = stack.commit("h-51", "benign");
     const malicious = stack.commit("h-51", "malicious");
     await stack.hold(benign);
-    await stack.hold(malicious);
     const first = await stack.push(repo, 51, benign, "opened");
     const firstRun = await stack.runOf(first, (i) => i.status === "running", "the benign review to run");
     const pid = await stack.agentPid(firstRun.runDir);
     const second = await stack.push(repo, 51, malicious);
-    const ended = await stack.runOf(first, (i) => i.status === "cancelled", "the benign review to end");
-    expect(ended.invocation.diagnostic).toMatchObject({ code: "superseded" });
-    await waitFor(async () => !processAlive(pid), "the stale agent to be killed");
-    // the stale review's agent would publish now, were it still alive
+    await stack.runOf(second, () => true, "the newer push to be dispatched");
+    // the stale review's agent finishes now: were it still running, it would publish its verdict
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     await stack.release(benign);
-    await stack.release(malicious);
-    expect((await waitForTrigger(stack.pool, second)).status).toBe("completed");
-    expect((await waitForTrigger(stack.pool, first)).status).toBe("completed");
+    for (const trigger of [first, second])
+      expect((await waitForTrigger(stack.pool, trigger)).status).toBe("completed");
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(reviewBodies(stack.github, repo, 51)).toEqual([`reviewed ${malicious} since`]);
     expect(await deliveriesOf(firstRun.invocation.id)).toEqual([]);
+    expect((await stack.runOf(first)).invocation).toMatchObject({
+      status: "cancelled",
+      diagnostic: { code: "superseded" },
+    });
+    expect(processAlive(pid)).toBe(false);
   });
 
   it("a flood of pushes costs one run in flight and one waiting, not one run each", async () => {
