@@ -233,7 +233,9 @@ async function writeBatch(deps: DispatchDeps, client: pg.ClientBase, batch: Batc
       { db: transactionDb(client, { prepare: true }) },
     );
   await setTriggerStatuses(client, batch.statuses);
-  // after the statuses: a trigger of this batch whose run a later one superseded settles from it
+  // after the statuses: the trigger of every superseded run settles from it now, also when a worker
+  // holds the run and is still stopping it (that worker settles it again): were that worker dead,
+  // nothing else would
   const settle = [...new Set(batch.superseded.flatMap((run) => (run.trigger_id ? [run.trigger_id] : [])))];
   for (const triggerId of settle.sort()) await settleTriggerIn(client, triggerId);
 }

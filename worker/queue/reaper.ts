@@ -139,8 +139,16 @@ async function reclaimRuns(
       await requeueInvocation(client, row.id);
       if (group) {
         // back through its group: a newer event of the group that waits runs instead of this one
-        const { lane } = await handOffGroup(deps, client, group, pipeline);
+        const { lane, started } = await handOffGroup(deps, client, group, pipeline);
         if (lane) out.lanes.add(lane);
+        if (started !== row.id) {
+          deps.logger.warn("lost run superseded by a newer event of its group", {
+            event: "invocation.superseded",
+            invocation: row.id,
+            group,
+          });
+          continue;
+        }
       } else {
         const lane = laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets);
         const job: InvocationJob = { invocationId: row.id };

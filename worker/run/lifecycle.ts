@@ -244,7 +244,7 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
     if ((await getInvocationStatus(pool, invocationId)) === "cancelled") {
       await bestEffort(deps, "close_tasks", closeOpenTasks(pool, invocationId, CANCELLED));
       if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
-      await handOff(deps, ended);
+      await bestEffort(deps, "hand_off", handOff(deps, ended));
     } else {
       // taken over between the end of the run and this write: the other attempt's end is the record
       abandoned(deps, invocationId, "its claim was lost");
@@ -304,13 +304,13 @@ async function recordCancelled(deps: HoldDeps, ended: Ended): Promise<void> {
     pipeline: workload.pipeline,
   });
   if (workload.trigger_id) await settleTrigger(pool, workload.trigger_id);
-  await handOff(deps, ended);
+  await bestEffort(deps, "hand_off", handOff(deps, ended));
 }
 
 /**
  * A run whose cancellation someone else recorded (the API, or a newer event of its group) hands
- * its group on in a transaction of its own. If this worker dies first, the reconcile rule sends
- * the waiting run its job (group-handoff.ts).
+ * its group on in a transaction of its own. If this fails, or this worker dies first, the
+ * reconcile rule sends the waiting run its job (group-handoff.ts), so a failure is only logged.
  */
 async function handOff(deps: HoldDeps, ended: Ended): Promise<void> {
   const { group } = ended;

@@ -66,7 +66,7 @@ describe("hostile: a pull request's author against concurrency groups", () => {
       status: "cancelled",
       diagnostic: { code: "superseded" },
     });
-    expect(processAlive(pid)).toBe(false);
+    await waitFor(async () => !processAlive(pid), "the stale agent to have been killed");
   });
 
   it("a flood of pushes costs one run in flight and one waiting, not one run each", async () => {
