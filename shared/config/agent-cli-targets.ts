@@ -6,7 +6,7 @@ import type { AgentCliTarget, TargetCredential } from "./types.ts";
 
 export const AGENT_CLI_RUNTIMES = ["claude-code", "codex"] as const;
 
-const KEYS = ["runtime", "model", "base_url", "bin", "timeout", "max_turns", "credentials"];
+const KEYS = ["runtime", "model", "base_url", "bin", "timeout", "max_turns", "credentials", "price"];
 
 export interface AgentCliParts {
   name: string;

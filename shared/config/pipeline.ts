@@ -3,6 +3,7 @@ import { checkPublishingIdentities } from "./outputs.ts";
 import { checkAgentAndSkills, readIdentity } from "./pipeline/agent-and-skills.ts";
 import { readArgs } from "./pipeline/args.ts";
 import { readConcurrency } from "./pipeline/concurrency.ts";
+import { checkBudgetTargets, readBudget } from "./pipeline/budget.ts";
 import type { PipelineContext, PipelineDraft } from "./pipeline/draft.ts";
 import { readKnowledge } from "./pipeline/knowledge.ts";
 import { readOrchestrator } from "./pipeline/orchestrator.ts";
@@ -40,6 +41,7 @@ const PIPELINE_KEYS = [
   "tools",
   "agent_access",
   "concurrency",
+  "budget",
 ];
 
 export function readPipeline(f: ConfigFile, name: string, data: unknown): PipelineDraft | undefined {
@@ -91,6 +93,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const tools = readPipelineTools(f, root);
   const agentAccess = readAgentAccess(f, root);
   const concurrency = readConcurrency(f, root);
+  const budget = readBudget(f, root);
   if (sandbox && tools.length > 0)
     f.report(
       ["tools"],
@@ -125,6 +128,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     ...(tools.length ? { tools } : {}),
     ...(agentAccess ? { agentAccess } : {}),
     ...(concurrency ? { concurrency } : {}),
+    ...(budget ? { budget } : {}),
   };
 }
 
@@ -171,6 +175,7 @@ function checkDaemonReferences(f: ConfigFile, draft: PipelineDraft, ctx: Pipelin
   };
   checkTargets(draft.targets, ["targets"]);
   if (draft.orchestrator) checkTargets(draft.orchestrator.targets, ["orchestrator", "targets"]);
+  checkBudgetTargets(f, draft, ctx.daemon.targets);
   checkTriggerSources(f, draft, ctx.daemon);
   checkPipelineTools(f, draft.tools ?? [], ctx.daemon.hostTools);
   if (draft.sandbox && ctx.daemon.sandboxes) checkSandboxReferences(f, draft.sandbox, ctx.daemon.sandboxes);

@@ -35,6 +35,24 @@ export interface CommandTarget {
   authFailure?: { exitCodes: number[]; stderr?: string };
 }
 
+/** `targets.<name>.price`: USD per million tokens, what `budget.cost` is counted in. */
+export interface TargetPrice {
+  input: number;
+  output: number;
+  /** prompt tokens read from the provider's cache; absent: priced as `input` */
+  cacheRead?: number;
+}
+
+/** `budget:` of a pipeline: the most one invocation may spend on model calls (worker/gateway/). */
+export interface Budget {
+  /** input + output tokens, cached input included */
+  tokens?: number;
+  /** USD, from the targets' `price` */
+  cost?: number;
+  /** model requests */
+  requests?: number;
+}
+
 export interface OpenAiTarget {
   name: string;
   runtime: "openai";
@@ -42,6 +60,7 @@ export interface OpenAiTarget {
   model: string;
   timeoutMs: number;
   credentials: TargetCredential[];
+  price?: TargetPrice;
   /** model calls one agent loop may make (default 20); beyond it the run fails `agent_turn_limit` */
   maxTurns?: number;
 }
@@ -66,6 +85,7 @@ export interface AgentCliTarget {
   /** the CLI's own turn limit (Claude Code's --max-turns); absent: the CLI's default */
   maxTurns?: number;
   credentials: TargetCredential[];
+  price?: TargetPrice;
 }
 
 export type Target = CommandTarget | OpenAiTarget | AgentCliTarget;
@@ -188,6 +208,8 @@ export interface Pipeline {
   tools?: string[];
   /** what an agent CLI's built-in tools may do (default `read`); svc's own tools are always allowed */
   agentAccess?: AgentAccess;
+  /** the most one invocation may spend on model calls, enforced by the worker's gateway */
+  budget?: Budget;
   /** `concurrency:`: runs of one group never run at once (docs/worker.md, "Concurrency groups") */
   concurrency?: Concurrency;
 }

@@ -4,6 +4,7 @@ import { checkKeys, duration, mapping, oneOf, quote, str, strList, type YamlMap 
 import { secretSource } from "../secrets.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "../source.ts";
 import type { Target, TargetCredential } from "../types.ts";
+import { readPrice } from "./price.ts";
 import { checkName, entries, httpUrl, NAME } from "./read-helpers.ts";
 
 export const DEFAULT_TARGET_TIMEOUT_MS = 600_000;
@@ -18,6 +19,14 @@ export function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target
     const timeoutMs = duration(f, raw, "timeout", path, DEFAULT_TARGET_TIMEOUT_MS);
     const credentials = readCredentials(f, raw, path);
     if (runtime === "command") {
+      if (raw.price != null) {
+        f.report(
+          [...path, "price"],
+          "invalid_value",
+          `"${formatPath([...path, "price"])}" applies to openai, claude-code and codex targets - a command agent calls its model API itself, so svc cannot count its tokens; delete the key`,
+        );
+        continue;
+      }
       checkKeys(f, raw, path, ["runtime", "command", "model", "timeout", "credentials", "auth_failure"]);
       const authFailure = readAuthFailure(f, raw, path);
       const command = strList(f, raw, "command", path, {
@@ -38,12 +47,17 @@ export function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target
         };
       }
     } else if (runtime === "openai") {
-      checkKeys(f, raw, path, ["runtime", "base_url", "model", "timeout", "credentials", "max_turns"]);
+      const keys = ["runtime", "base_url", "model", "timeout", "credentials", "max_turns", "price"];
+      checkKeys(f, raw, path, keys);
       const maxTurns = readMaxTurns(f, raw, path);
+      const price = readPrice(f, raw, path);
       const baseUrl = httpUrl(f, raw, "base_url", path, true);
       const model = str(f, raw, "model", path, { required: true });
-      if (baseUrl && model && timeoutMs !== undefined && credentials && maxTurns) {
-        targets[name] = { name, runtime, baseUrl, model, timeoutMs, credentials, maxTurns };
+      if (baseUrl && model && timeoutMs !== undefined && credentials && maxTurns && price !== undefined) {
+        targets[name] = {
+          ...{ name, runtime, baseUrl, model, timeoutMs, credentials, maxTurns },
+          ...(price ? { price } : {}),
+        };
       }
     } else if (runtime) {
       const httpUrlOf = (key: string) => httpUrl(f, raw, key, path, false);
@@ -54,7 +68,8 @@ export function readTargets(f: ConfigFile, root: YamlMap): Record<string, Target
         credentials,
         httpUrl: httpUrlOf,
       });
-      if (target) targets[name] = target;
+      const price = readPrice(f, raw, path);
+      if (target && price !== undefined) targets[name] = price ? { ...target, price } : target;
     }
   }
   return targets;
