@@ -76,6 +76,7 @@ async function alone(runtime: AgentCliRuntime, fake: LoopbackModel, target: Agen
     access,
     runEnv,
     key: KEY,
+    baseUrl: target.baseUrl ?? fake.url,
   };
   const launch = await cli.launch(context);
   const from = fake.requests.length;

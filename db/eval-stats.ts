@@ -19,6 +19,11 @@ export interface VersionTargetStats {
   usageRuns: number;
   inputTokens: number;
   outputTokens: number;
+  /** of the input, read from the provider's cache; and the model requests (gateway-read runs only) */
+  cacheReadTokens: number;
+  requests: number;
+  /** USD, over the runs on targets with a `price`; null when none had one */
+  costUsd: number | null;
 }
 
 const FINISHED = "i.status IN ('completed', 'failed') AND i.finished_at IS NOT NULL";
@@ -43,12 +48,16 @@ export async function statsByVersionTarget(
   const { rows } = await db.query<VersionTargetStats>(
     `WITH runs AS (
        SELECT w.pipeline_version AS version, i.target, i.status, i.diagnostic->>'code' AS code,
-              ${DURATION_MS} AS duration_ms, w.created_at, u.input_tokens, u.output_tokens
+              ${DURATION_MS} AS duration_ms, w.created_at, u.input_tokens, u.output_tokens,
+              u.cache_read_tokens, u.requests, u.cost_usd
          FROM svc.workloads w JOIN svc.invocations i ON i.workload_id = w.id
          -- a run's tokens: every attempt of its agent that reported usage (a failover pays twice)
          LEFT JOIN LATERAL (
            SELECT sum((t.usage->>'input_tokens')::bigint) AS input_tokens,
-                  sum((t.usage->>'output_tokens')::bigint) AS output_tokens
+                  sum((t.usage->>'output_tokens')::bigint) AS output_tokens,
+                  sum((t.usage->>'cache_read_tokens')::bigint) AS cache_read_tokens,
+                  sum((t.usage->>'requests')::bigint) AS requests,
+                  sum((t.usage->>'cost_usd')::float8) AS cost_usd
              FROM svc.tasks t WHERE t.invocation_id = i.id AND t.usage IS NOT NULL) u ON true
         WHERE w.pipeline = $1 AND ${FINISHED} AND ($2::timestamptz IS NULL OR w.created_at >= $2)),
      codes AS (
@@ -64,7 +73,10 @@ export async function statsByVersionTarget(
             coalesce((array_agg(c.codes))[1], '{}'::jsonb) AS codes,
             (count(*) FILTER (WHERE r.input_tokens IS NOT NULL))::int AS "usageRuns",
             coalesce(sum(r.input_tokens), 0)::float8 AS "inputTokens",
-            coalesce(sum(r.output_tokens), 0)::float8 AS "outputTokens"
+            coalesce(sum(r.output_tokens), 0)::float8 AS "outputTokens",
+            coalesce(sum(r.cache_read_tokens), 0)::float8 AS "cacheReadTokens",
+            coalesce(sum(r.requests), 0)::float8 AS requests,
+            sum(r.cost_usd)::float8 AS "costUsd"
        FROM runs r LEFT JOIN codes c
          ON c.version IS NOT DISTINCT FROM r.version AND c.target IS NOT DISTINCT FROM r.target
       GROUP BY r.version, r.target

@@ -5,6 +5,7 @@ import { newId } from "../shared/ids.ts";
 import { laneQueue, type TaskJob } from "../shared/queues.ts";
 import { transactionDb } from "./boss.ts";
 import type { Queryable } from "./queryable.ts";
+import type { TokenUsage } from "./tasks.ts";
 
 /**
  * The tasks an orchestrator run creates (docs/worker.md, "Orchestrated execution"): rows of
@@ -239,11 +240,17 @@ export async function finishOrchestratedTask(
   db: Queryable,
   id: string,
   workerId: string,
-  end: { status: "completed" | "failed"; result?: unknown; diagnostic?: Diagnostic | null },
+  end: {
+    status: "completed" | "failed";
+    result?: unknown;
+    diagnostic?: Diagnostic | null;
+    /** what its agent's attempts used, summed */
+    usage?: TokenUsage;
+  },
 ): Promise<boolean> {
   const { rowCount } = await db.query({
     name: "svc_finish_orchestrated_task",
-    text: `UPDATE svc.tasks SET status = $3, result = $4, diagnostic = $5, finished_at = now()
+    text: `UPDATE svc.tasks SET status = $3, result = $4, diagnostic = $5, usage = $6, finished_at = now()
       WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
     values: [
       id,
@@ -251,6 +258,7 @@ export async function finishOrchestratedTask(
       end.status,
       end.result === undefined ? null : JSON.stringify(end.result),
       end.diagnostic ? JSON.stringify(end.diagnostic) : null,
+      end.usage ? JSON.stringify(end.usage) : null,
     ],
   });
   return (rowCount ?? 0) > 0;

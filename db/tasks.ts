@@ -4,10 +4,18 @@ import { artifactUpsert, type NewArtifact } from "./artifacts.ts";
 import { type InvocationKnowledge, knowledgeUpdate } from "./invocation-knowledge.ts";
 import type { Queryable } from "./queryable.ts";
 
-/** The tokens an agent attempt's model calls used, as the model API or the agent CLI reported them. */
+/**
+ * What an agent attempt's model calls used, as the worker's gateway read it from the model API's
+ * answers (worker/gateway/): input tokens (cached included), output tokens, and, when known, the
+ * cache's share, the model requests and their price in USD (from the target's `price`).
+ */
 export interface TokenUsage {
   input_tokens: number;
   output_tokens: number;
+  cache_read_tokens?: number;
+  cache_write_tokens?: number;
+  requests?: number;
+  cost_usd?: number;
 }
 
 export type TaskKind = "setup" | "agent" | "result_check" | "output";
@@ -186,5 +194,21 @@ export async function listTaskDurations(db: Queryable, invocationId: string): Pr
       WHERE t.invocation_id = $1 AND t.kind IN ('setup', 'agent') AND t.finished_at IS NOT NULL`,
     [invocationId],
   );
+  return rows;
+}
+
+/**
+ * The usage recorded so far by the tasks of an invocation (its agent attempts and orchestrated
+ * tasks), by task: what a budget's running total starts from (worker/gateway/ledger.ts).
+ */
+export async function listTaskUsage(
+  db: Queryable,
+  invocationId: string,
+): Promise<{ id: string; usage: TokenUsage }[]> {
+  const { rows } = await db.query<{ id: string; usage: TokenUsage }>({
+    name: "svc_task_usage",
+    text: "SELECT id, usage FROM svc.tasks WHERE invocation_id = $1 AND usage IS NOT NULL",
+    values: [invocationId],
+  });
   return rows;
 }

@@ -21,6 +21,8 @@ export const DIAGNOSTIC_CODES = {
   cancelled: "the invocation was cancelled",
   superseded:
     "a newer event of the pipeline's concurrency group took the invocation's place; it was cancelled (status cancelled)",
+  budget_exceeded:
+    "the invocation spent its pipeline's budget (tokens, cost or requests); the worker's gateway refused the next model request and stopped the agent",
   sandbox_image_missing:
     "the pipeline's sandbox image is not on the container engine (run `svc image pull`), or making its variant failed",
   sandbox_engine_unreachable:

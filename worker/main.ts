@@ -66,11 +66,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const opened = openPools(options.databaseUrl, concurrency, logger);
   try {
     const { pool, records } = opened;
-    const { cooldowns, secrets, boss, lanes, spawner } = await openServices(
+    const { cooldowns, secrets, boss, lanes, spawner, gateway } = await openServices(
       options,
       opened,
       env,
       heartbeatMs,
+      id,
     );
     const shutdown = new AbortController();
     const runs = new Map<string, RunHandle>();
@@ -89,6 +90,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         heartbeatMs,
         staleAfterMs,
         knowledge,
+        gateway,
       },
       ...{ workerId: id, host: new HostEngine(spawner), daemonUrl: daemonUrl(config, env) },
     };
@@ -125,6 +127,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       concurrency,
       lanes: laneStates.usable(),
       spawner: spawner.pid,
+      gateway: gateway.url,
     });
     const onHost = unsandboxedPipelines(config);
     if (onHost.length > 0)

@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { startBoss } from "../db/boss.ts";
 import { createAsyncCommitPool, createPool } from "../db/connect.ts";
+import { forgetGateway, recordGateway } from "../db/daemon-state.ts";
 import { migrate } from "../db/migrate.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import type { Logger } from "../shared/logger.ts";
@@ -9,6 +10,7 @@ import { DISPATCH_QUEUE } from "../shared/queues.ts";
 import { CredentialCooldowns } from "./credentials/cooldowns.ts";
 import { CredentialSecrets } from "./credentials/secrets.ts";
 import { Spawner } from "./exec/host/spawner.ts";
+import { ModelGateway } from "./gateway/gateway.ts";
 import { resolveMetricsToken, startWorkerMetricsServer } from "./metrics.ts";
 import { ensureWorkerQueues } from "./queue/lanes.ts";
 import { startSchedules } from "./queue/schedules.ts";
@@ -24,24 +26,35 @@ export interface Resources {
   /** `worker.metrics_port`'s server, and the schedules' pg-boss (worker/queue/schedules.ts) */
   metrics?: { close(): Promise<void> };
   schedules?: { close(): Promise<void> };
+  /** the model gateway (worker/gateway/) and the worker whose listener it is, for its row */
+  gateway?: { gateway: ModelGateway; worker: string };
 }
 
 /**
- * Migrates, then opens what the parts share: the credential state, pg-boss and the lane queues, the
- * metrics server when `worker.metrics_port` is set, the spawner and the schedules. Each is recorded
- * in `opened` as soon as it is open, so a failed start closes exactly what was opened.
+ * Migrates, then opens what the parts share: the credential state, the model gateway, pg-boss and
+ * the lane queues, the metrics server when `worker.metrics_port` is set, the spawner and the
+ * schedules. Each is recorded in `opened` as soon as it is open, so a failed start closes exactly
+ * what was opened.
  */
 export async function openServices(
   options: { config: Readonly<ConfigSnapshot>; logger: Logger; databaseUrl: string },
   opened: Resources,
   env: NodeJS.ProcessEnv,
   heartbeatMs: number,
+  workerId: string,
 ) {
   const { config, logger, databaseUrl } = options;
   const { pool } = opened;
   await migrate(pool);
   const cooldowns = await CredentialCooldowns.load(pool, logger);
   const secrets = await CredentialSecrets.resolve(config, pool, env);
+  // every agent's model calls pass it: the agents hold its tokens, never the credentials
+  const gateway = new ModelGateway({ db: opened.records, credentials: cooldowns, logger });
+  opened.gateway = { gateway, worker: workerId };
+  const gatewayUrl = await gateway.start();
+  // what `svc doctor` reports of this worker's listener
+  await recordGateway(pool, workerId, gatewayUrl);
+  logger.info(`model gateway listening at ${gatewayUrl}`, { event: "gateway.listening", url: gatewayUrl });
   // pg-boss's supervisor fails leases that missed their heartbeats: it looks once per heartbeat
   const monitorIntervalSeconds = Math.max(1, Math.round(heartbeatMs / 1000));
   const boss = await startBoss({ url: databaseUrl, max: 4, logger, monitorIntervalSeconds });
@@ -55,7 +68,7 @@ export async function openServices(
   const spawner = await Spawner.start();
   opened.spawner = spawner;
   opened.schedules = await startSchedules({ config, databaseUrl, pool, boss, logger, env });
-  return { cooldowns, secrets, boss, lanes, spawner };
+  return { cooldowns, secrets, boss, lanes, spawner, gateway };
 }
 
 export function openPools(databaseUrl: string, concurrency: number, logger: Logger): Resources {
@@ -82,6 +95,9 @@ export async function close(opened: Resources, graceful: boolean): Promise<void>
   await quietly(opened.metrics?.close());
   await quietly(opened.boss?.stop(graceful ? { graceful: true, timeout: 2_000 } : { graceful: false }));
   await quietly(opened.spawner?.close());
+  // after the runs: their agents' tokens are gone with them
+  await quietly(opened.gateway?.gateway.close());
+  if (opened.gateway) await quietly(forgetGateway(opened.pool, opened.gateway.worker));
   await quietly(opened.pool.end());
   await quietly(opened.records.end());
 }

@@ -1,4 +1,5 @@
 import { Args, Command } from "@oclif/core";
+import type { TokenUsage } from "../../db/tasks.ts";
 import { fromDaemon } from "../from-daemon.ts";
 
 /** A kind prefix plus at least six id characters, as the daemon requires. */
@@ -113,13 +114,22 @@ type TraceTask = TraceAnswer["tasks"][number];
 
 function taskLine(task: TraceTask): string {
   const exit = task.exitCode === null || task.exitCode === undefined ? "" : `  exit ${task.exitCode}`;
-  const usage = task.usage as { input_tokens: number; output_tokens: number } | null | undefined;
-  const tokens = usage ? `  tokens in ${usage.input_tokens} out ${usage.output_tokens}` : "";
+  const usage = task.usage as TokenUsage | null | undefined;
+  const tokens = usage ? `  ${usageText(usage)}` : "";
   const line = `task ${task.id}  ${task.kind} ${task.name}  ${task.status}${exit}${tokens}`;
   if (!task.parentId) return line;
   const diag = task.diagnostic as Diagnostic | null;
   const duration = typeof task.durationMs === "number" ? `  ${(task.durationMs / 1000).toFixed(1)}s` : "";
   return `${line}${task.target ? `  target ${task.target}` : ""}${duration}${diag ? `  [${diag.code}] ${diag.message}` : ""}`;
+}
+
+/** `tokens in 1200 out 80 (cache read 1000)  2 requests  $0.0042`: what the gateway read of a task's model calls. */
+export function usageText(usage: TokenUsage): string {
+  const cache = usage.cache_read_tokens ? ` (cache read ${usage.cache_read_tokens})` : "";
+  const requests =
+    usage.requests === undefined ? "" : `  ${usage.requests} request${usage.requests === 1 ? "" : "s"}`;
+  const cost = usage.cost_usd === undefined ? "" : `  $${usage.cost_usd.toFixed(4)}`;
+  return `tokens in ${usage.input_tokens} out ${usage.output_tokens}${cache}${requests}${cost}`;
 }
 
 export function renderTree(answer: TraceAnswer): string[] {

@@ -91,7 +91,7 @@ function timeline(invocation: LineageInvocation, tasks: LineageTask[]): SafeHtml
     const label = task.parentId
       ? html`↳ ${task.name}${task.skill ? ` (${task.skill})` : ""}${task.target ? html` <span class="muted">on ${task.target}</span>` : ""}`
       : html`${task.kind}: ${task.name}`;
-    return html`<tr${task.parentId ? html` class="subtask"` : ""}><td>${task.seq}</td><td>${label}</td><td>${statusBadge(task.status)}${diagnosticBlock(task.diagnostic)}</td><td>${task.exitCode ?? "—"}</td><td>${task.usage ? `${task.usage.input_tokens} / ${task.usage.output_tokens}` : "—"}</td><td>${durationBetween(task.startedAt, task.finishedAt)}</td>
+    return html`<tr${task.parentId ? html` class="subtask"` : ""}><td>${task.seq}</td><td>${label}</td><td>${statusBadge(task.status)}${diagnosticBlock(task.diagnostic)}</td><td>${task.exitCode ?? "—"}</td><td>${task.usage ? usageCell(task.usage) : "—"}</td><td>${durationBetween(task.startedAt, task.finishedAt)}</td>
 <td><svg class="timeline" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" aria-label="${`${task.name} from +${start} ms`}"><rect class="track" x="0" y="0" width="100" height="10"></rect><rect class="${failed ? "bar-failed" : "bar"}" x="${percent(start)}" y="0" width="${percent(width)}" height="10"></rect></svg></td></tr>`;
   })}</tbody></table>`;
 }
@@ -113,4 +113,14 @@ function artifactBlock(artifact: LineageArtifact): SafeHtml {
   return html`<details class="artifact"><summary><code>${artifact.name}</code> <span class="muted">${artifact.mediaType}, ${artifact.size} bytes</span></summary>
 ${artifact.rendered === null ? html`<p class="muted">no text kept (${artifact.path ?? "no path"})</p>` : html`<pre>${artifact.rendered}</pre>`}
 </details>`;
+}
+
+/** `1200 / 80`, then what else the gateway read: the cache's share, the requests, the price. */
+function usageCell(usage: NonNullable<LineageTask["usage"]>): string {
+  const extra = [
+    usage.cache_read_tokens ? `cache ${usage.cache_read_tokens}` : "",
+    usage.requests === undefined ? "" : `${usage.requests} req`,
+    usage.cost_usd === undefined ? "" : `$${usage.cost_usd.toFixed(4)}`,
+  ].filter(Boolean);
+  return `${usage.input_tokens} / ${usage.output_tokens}${extra.length ? ` (${extra.join(", ")})` : ""}`;
 }

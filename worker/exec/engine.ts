@@ -14,6 +14,12 @@ export interface ProcessEngine {
   failure(): Diagnostic | undefined;
   /** The daemon's address as the engine's processes reach it, given the worker's own. */
   daemonUrl(workerUrl: string | undefined): string | undefined;
+  /**
+   * The worker's model gateway (worker/gateway/) as the engine's processes reach it, given its
+   * loopback address. Absent: the same address, which a host process reaches, and a container
+   * only with `network: host` (the sandbox's own path to the gateway is still to come).
+   */
+  modelGatewayUrl?(workerUrl: string): string;
   /** Ends what the engine holds for the run; it never rejects (a failure is the engine's to log). */
   close(): Promise<void>;
 }

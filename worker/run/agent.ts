@@ -120,6 +120,7 @@ async function runAgentOn(
       prompt,
       transcript,
       token.access,
+      taskId,
     ).finally(deadline.clear);
     const log = await transcriptArtifact(
       { ...{ invocationId, taskId, path: transcript }, name: "transcript", mediaType: "text/plain" },

@@ -1,7 +1,10 @@
+import { appendFile } from "node:fs/promises";
 import type { Pipeline, Target } from "../../shared/config/types.ts";
 import type { Workspace } from "../../shared/workspace-layout.ts";
 import { type ResolvedEvent, runIdentity } from "../event/resolve.ts";
 import type { ProcessEngine } from "../exec/engine.ts";
+import type { GatewayAccount } from "../gateway/account.ts";
+import { describeSpend, tokenUsageOf } from "../gateway/ledger.ts";
 import { runAgentCli } from "../runtimes/agent-cli/run.ts";
 import { runCommandAgent } from "../runtimes/command.ts";
 import { runOpenAiAgent } from "../runtimes/openai.ts";
@@ -56,24 +59,28 @@ export function runRuntime(
   target: Target,
   prompt: Prompt,
   transcript: string,
-  binding?: RunTokenRequest["binding"],
+  binding: NonNullable<RunTokenRequest["binding"]> & { task: string },
 ): Promise<AgentOutcome> {
   return withRunToken({ db: agent.deps.records, ...tokenRequest(agent, target, binding) }, (token) =>
-    startRuntime(agent, target, prompt, transcript, token),
+    startRuntime(agent, target, prompt, transcript, token, binding.task),
   );
 }
 
 /**
  * The target's runtime: a command in the worktree, an agent CLI (claude-code, codex), or the openai
  * agent loop. Each gets the run token and the tool protocol's address (run-token.ts): agent
- * processes only, never setup steps.
+ * processes only, never setup steps. The model calls of the last three pass the worker's gateway
+ * (worker/gateway/) under the attempt's account (task `taskId`): what they used is the outcome's
+ * usage, and a spent budget ends the attempt `budget_exceeded` before it starts or at its next
+ * model request.
  */
-export function startRuntime(
+export async function startRuntime(
   agent: AgentContext,
   target: Target,
   prompt: Prompt,
   transcript: string,
   token: RunAccess,
+  taskId: string,
 ): Promise<AgentOutcome> {
   const { deps, paths, engine } = agent;
   // the token is in the agent's environment and mcp.json: whatever it prints of them is redacted
@@ -82,26 +89,77 @@ export function startRuntime(
     cooldowns: deps.cooldowns,
     secrets: deps.secrets,
     transcriptFile: transcript,
-    signal: agent.signal,
   };
-  switch (target.runtime) {
-    case "command":
-      return runCommandAgent({
-        ...{ ...common, target, engine },
-        configDir: deps.config.dir,
-        cwd: paths.checkout,
-        env: { ...agent.env, ...token.env },
-        stdin: promptText(prompt),
-      });
-    case "openai":
-      return runOpenAiAgent({ ...common, target, prompt, tools: token });
-    default:
-      return runAgentCli({
-        ...{ ...common, target, prompt, engine },
-        ...{ cwd: paths.checkout, agentDir: paths.agentDir, configDir: deps.config.dir },
-        pipeline: agent.pipeline,
-        runEnv: agent.env,
-        access: token,
-      });
+  if (target.runtime === "command") {
+    // a command agent calls its model API itself: the gateway does not see it (docs/worker.md)
+    return runCommandAgent({
+      ...{ ...common, target, engine, signal: agent.signal },
+      configDir: deps.config.dir,
+      cwd: paths.checkout,
+      env: { ...agent.env, ...token.env },
+      stdin: promptText(prompt),
+    });
   }
+  const account = await deps.gateway.account({
+    invocationId: agent.invocationId,
+    taskId,
+    budget: agent.pipeline.budget,
+    // a gateway token is the agent's key: what it prints of it is redacted like its run token
+    onToken: (value) => agent.secrets.add(value),
+  });
+  try {
+    const spent = account.ledger.overrun();
+    if (spent) account.refuse(spent);
+    const outcome = spent
+      ? ({ kind: "aborted" } as const)
+      : await runOnGateway(agent, target, prompt, token, account, common);
+    return await settled(outcome, account, transcript);
+  } finally {
+    await account.close();
+  }
+}
+
+function runOnGateway(
+  agent: AgentContext,
+  target: Exclude<Target, { runtime: "command" }>,
+  prompt: Prompt,
+  token: RunAccess,
+  account: GatewayAccount,
+  common: Pick<AgentCliRunCommon, "cooldowns" | "secrets" | "transcriptFile">,
+): Promise<AgentOutcome> {
+  const { deps, paths, engine } = agent;
+  // a spent budget stops the agent as a cancellation would
+  const signal = AbortSignal.any([agent.signal, account.signal]);
+  const gateway = { account, registry: deps.gateway };
+  if (target.runtime === "openai")
+    return runOpenAiAgent({ ...common, signal, target, prompt, tools: token, gateway });
+  return runAgentCli({
+    ...{ ...common, signal, target, prompt, engine, gateway },
+    // the gateway as the agent's processes reach it: a container's view may differ (exec/engine.ts)
+    gatewayUrl: engine.modelGatewayUrl?.(deps.gateway.url) ?? deps.gateway.url,
+    ...{ cwd: paths.checkout, agentDir: paths.agentDir, configDir: deps.config.dir },
+    pipeline: agent.pipeline,
+    runEnv: agent.env,
+    access: token,
+  });
+}
+
+type AgentCliRunCommon = Parameters<typeof runAgentCli>[0];
+
+/** The outcome with the usage the gateway read; a spent budget makes it `budget_exceeded`. */
+async function settled(
+  outcome: AgentOutcome,
+  account: GatewayAccount,
+  transcript: string,
+): Promise<AgentOutcome> {
+  const spend = await account.close();
+  const usage = spend.requests > 0 ? { usage: tokenUsageOf(spend) } : {};
+  if (spend.requests > 0) await appendFile(transcript, `# gateway: ${describeSpend(spend)}\n`);
+  const exceeded = account.exceeded();
+  if (exceeded) {
+    await appendFile(transcript, `# ${exceeded.message}\n`);
+    return { kind: "failed", diagnostic: exceeded, ...usage };
+  }
+  const { usage: _reported, ...rest } = outcome;
+  return { ...rest, ...usage } as AgentOutcome;
 }

@@ -10,6 +10,7 @@ import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import type { ProcessEngine, RunEngines } from "../exec/engine.ts";
+import type { ModelGateway } from "../gateway/gateway.ts";
 import type { RunKnowledge } from "./knowledge.ts";
 import type { RunSecrets } from "./run-secrets.ts";
 
@@ -33,6 +34,8 @@ export interface RunDeps {
   daemonUrl?: string;
   /** the knowledge opened at start-up: delivered into runs by the pipeline's `knowledge` block */
   knowledge?: Knowledge;
+  /** every agent's model calls pass it (worker/gateway/): usage, budgets, credential states */
+  gateway: ModelGateway;
 }
 
 /** How a run ended, as the lifecycle records it. */

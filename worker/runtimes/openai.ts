@@ -6,10 +6,12 @@ import { modelHttp } from "../../shared/models/http.ts";
 import { classifyResponse } from "../credentials/classify.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
+import type { GatewayAccount, Lease } from "../gateway/account.ts";
+import type { ModelGateway } from "../gateway/gateway.ts";
 import type { Prompt } from "../run/prompt.ts";
 import { lastJsonObject } from "../run/result-check.ts";
 import type { RunAccess } from "../run/run-token.ts";
-import type { AgentOutcome, TokenUsage } from "./outcome.ts";
+import type { AgentOutcome } from "./outcome.ts";
 import type { OpenAiTool, ToolSession } from "./tool-client.ts";
 
 export interface OpenAiRunInput {
@@ -21,6 +23,8 @@ export interface OpenAiRunInput {
   signal: AbortSignal;
   /** the run token and the daemon's tool endpoint; without an endpoint the model gets no tools */
   tools?: RunAccess;
+  /** the attempt's account at the worker's gateway: each credential gets a token of it */
+  gateway: { account: GatewayAccount; registry: Pick<ModelGateway, "clientUrl"> };
 }
 
 export interface ModelResponse {
@@ -47,15 +51,16 @@ function endpoint(baseUrl: string, path: string): string {
   return `${baseUrl.replace(/\/+$/, "")}/${path}`;
 }
 
-/** One chat-completions request; the key goes into the header and nowhere else. */
+/** One chat-completions request to `baseUrl` (the gateway); the key goes into the header and nowhere else. */
 export async function chatRequest(
   target: OpenAiTarget,
-  key: string,
+  access: { baseUrl: string; key: string },
   messages: ChatMessage[],
   tools: OpenAiTool[],
   signal: AbortSignal,
 ): Promise<ModelResponse> {
-  const response = await modelHttp.post(endpoint(target.baseUrl, "chat/completions"), {
+  const { baseUrl, key } = access;
+  const response = await modelHttp.post(endpoint(baseUrl, "chat/completions"), {
     json: { model: target.model, messages, ...(tools.length ? { tools } : {}) },
     headers: { authorization: `Bearer ${key}` },
     timeout: { request: target.timeoutMs },
@@ -92,12 +97,24 @@ function replyOf(body: unknown): ChatMessage | undefined {
   return message && typeof message === "object" ? message : undefined;
 }
 
-/** The target's credentials in order, skipping the cooling, the dead and the unresolved. */
-function usableCredential(input: OpenAiRunInput): { name: string; key: string } | undefined {
-  for (const credential of input.target.credentials) {
-    if (!input.cooldowns.isUsable(input.target.name, credential.name)) continue;
-    const key = input.secrets.get(input.target.name, credential.name);
-    if (key !== undefined) return { name: credential.name, key };
+/**
+ * The target's first usable credential (skipping the cooling, the dead and the unresolved) as a
+ * gateway lease: one per credential for the whole attempt, so every turn on it shares its token.
+ */
+function usableLease(input: OpenAiRunInput, leases: Map<string, Lease>): Lease | undefined {
+  const { target, gateway } = input;
+  for (const credential of target.credentials) {
+    if (!input.cooldowns.isUsable(target.name, credential.name)) continue;
+    const known = leases.get(credential.name);
+    if (known) {
+      if (!known.refusal) return known;
+      continue;
+    }
+    const key = input.secrets.get(target.name, credential.name);
+    if (key === undefined) continue;
+    const lease = gateway.account.lease(target, credential.name, key);
+    leases.set(credential.name, lease);
+    return lease;
   }
   return undefined;
 }
@@ -105,20 +122,19 @@ function usableCredential(input: OpenAiRunInput): { name: string; key: string } 
 /**
  * The `openai` runtime as an agent loop: the model gets the run's tools (from the daemon's tool
  * protocol, with the run token's rights), each `tool_calls` answer is executed and fed back, until
- * a final message or `max_turns` model calls. Every call follows the credential rules: a
- * 401/403/revoked/expired answer kills the credential and a 429 parks it, and the same turn is
- * retried on the next credential; none left means the target is unavailable.
+ * a final message or `max_turns` model calls. Every call passes the worker's gateway, which
+ * applies the credential rules (a 401/403/revoked/expired answer kills the credential, a 429
+ * parks it): the same turn is then retried on the next credential; none left means the target is
+ * unavailable.
  */
 export async function runOpenAiAgent(input: OpenAiRunInput): Promise<AgentOutcome> {
   const { target } = input;
   const log = (line: string) => appendFile(input.transcriptFile, `${line}\n`);
-  await log(`# request: model ${target.model} at ${target.baseUrl}`);
+  await log(`# request: model ${target.model} at ${target.baseUrl} (through the worker's gateway)`);
   await log(JSON.stringify({ system: input.prompt.system, user: input.prompt.user }));
   const session = await openTools(input, log);
-  const usage: UsageSum = {};
   try {
-    const outcome = await agentLoop(input, session, log, usage);
-    return usage.total ? { ...outcome, usage: usage.total } : outcome;
+    return await agentLoop(input, session, log);
   } finally {
     await session?.close();
   }
@@ -142,28 +158,10 @@ async function openTools(
   }
 }
 
-/** The usage of the attempt's model calls so far; `total` stays unset while no answer reported any. */
-interface UsageSum {
-  total?: TokenUsage;
-}
-
-/** Adds a chat-completions answer's `usage` (prompt and completion tokens) to the sum. */
-function addUsage(sum: UsageSum, body: unknown): void {
-  const usage = (body as { usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } } | null)?.usage;
-  const input = usage?.prompt_tokens;
-  const output = usage?.completion_tokens;
-  if (typeof input !== "number" && typeof output !== "number") return;
-  sum.total = {
-    input_tokens: (sum.total?.input_tokens ?? 0) + (typeof input === "number" ? input : 0),
-    output_tokens: (sum.total?.output_tokens ?? 0) + (typeof output === "number" ? output : 0),
-  };
-}
-
 async function agentLoop(
   input: OpenAiRunInput,
   session: ToolSession | undefined,
   log: (line: string) => Promise<void>,
-  usage: UsageSum,
 ): Promise<AgentOutcome> {
   const { target } = input;
   const maxTurns = target.maxTurns ?? DEFAULT_MAX_TURNS;
@@ -172,8 +170,9 @@ async function agentLoop(
     { role: "user", content: input.prompt.user },
   ];
   let turn = 0;
+  const leases = new Map<string, Lease>();
   while (turn < maxTurns) {
-    const answer = await callModel(input, messages, session?.tools ?? [], turn + 1, log, usage);
+    const answer = await callModel(input, leases, messages, session?.tools ?? [], turn + 1, log);
     if (answer.kind !== "message") return answer.outcome;
     turn += 1;
     const reply = answer.message;
@@ -241,45 +240,41 @@ function finalResult(target: OpenAiTarget, reply: ChatMessage): AgentOutcome {
 
 type ModelAnswer = { kind: "message"; message: ChatMessage } | { kind: "end"; outcome: AgentOutcome };
 
-/** One model call of turn `turn`, failing over across credentials as the credential rules say. */
+/** One model call of turn `turn`, failing over across credentials as the gateway judged them. */
 async function callModel(
   input: OpenAiRunInput,
+  leases: Map<string, Lease>,
   messages: ChatMessage[],
   tools: OpenAiTool[],
   turn: number,
   log: (line: string) => Promise<void>,
-  usage: UsageSum,
 ): Promise<ModelAnswer> {
-  const { target, cooldowns } = input;
-  for (let credential = usableCredential(input); credential; credential = usableCredential(input)) {
+  const { target, gateway } = input;
+  for (let lease = usableLease(input, leases); lease; lease = usableLease(input, leases)) {
     let response: ModelResponse;
     try {
-      response = await chatRequest(target, credential.key, messages, tools, input.signal);
+      const access = { baseUrl: gateway.registry.clientUrl(lease), key: lease.token };
+      response = await chatRequest(target, access, messages, tools, input.signal);
     } catch (error) {
       return { kind: "end", outcome: await requestFailed(input, error, log) };
     }
-    await log(`# turn ${turn}: response ${response.status} (credential ${credential.name})`);
+    await log(`# turn ${turn}: response ${response.status} (credential ${lease.credential})`);
     await log(typeof response.body === "string" ? response.body : JSON.stringify(response.body));
-    addUsage(usage, response.body);
-    const verdict = classifyResponse(response.status, response.headers, response.body);
-    if (verdict.kind === "dead") {
-      await cooldowns.markDead(target.name, credential.name, verdict.reason);
-      continue;
-    }
-    if (verdict.kind === "cooling") {
-      await cooldowns.markCooling(target.name, credential.name, verdict.until, verdict.reason);
-      continue;
-    }
-    if (verdict.kind === "other") {
+    // the gateway refused the call for the budget and stopped the attempt
+    if (input.signal.aborted) return { kind: "end", outcome: { kind: "aborted" } };
+    // the gateway marked the credential dead or cooling: the same turn on the next one
+    if (lease.refusal) continue;
+    if (response.status < 200 || response.status >= 300) {
+      const reason = `HTTP ${response.status}`;
       const failure = diagnostic(
         "agent_failed",
-        `the model API of target ${target.name} answered ${verdict.reason}`,
+        `the model API of target ${target.name} answered ${reason}`,
         {
           target: target.name,
           metadata: { status: response.status },
         },
       );
-      return { kind: "end", outcome: { kind: "unavailable", reason: verdict.reason, diagnostic: failure } };
+      return { kind: "end", outcome: { kind: "unavailable", reason, diagnostic: failure } };
     }
     const message = replyOf(response.body);
     if (message) return { kind: "message", message };

@@ -1,6 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import type { OrchestratedTask } from "../../db/orchestrated-tasks.ts";
 import { setTaskTarget } from "../../db/orchestrated-tasks.ts";
+import type { TokenUsage } from "../../db/tasks.ts";
 import { codehostPrincipalId } from "../../shared/config/outputs.ts";
 import type { Pipeline, Target } from "../../shared/config/types.ts";
 import type { Diagnostic } from "../../shared/diagnostics.ts";
@@ -17,11 +18,15 @@ import type { RunDeps } from "../run/types.ts";
 import { checkOutEvent } from "../run/workspace.ts";
 
 /** How a task ended: recorded with its result or diagnostic, queued again, or left as cancelled. */
-export type TaskEnd =
+export type TaskEnd = (
   | { kind: "completed"; result: unknown }
   | { kind: "failed"; diagnostic: Diagnostic }
   | { kind: "released" }
-  | { kind: "stopped" };
+  | { kind: "stopped" }
+) & {
+  /** what its attempts' model calls used, summed (read at the worker's gateway) */
+  usage?: TokenUsage;
+};
 
 export interface TaskRun {
   task: OrchestratedTask;
@@ -59,15 +64,38 @@ export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd
   const prompt = taskPrompt(deps, pipeline, task, event);
   await writeFile(run.transcript, "");
   // an orchestrator may run on targets of its own; its tasks run on the pipeline's
+  const used: UsageSum = {};
   const end = await onTargets(
     deps,
     pipeline.targets,
-    (target) => attempt(agent, run, target, prompt),
+    (target) => attempt(agent, run, target, prompt, used),
     `pipeline ${pipeline.name} could run the task`,
   );
-  if (end.kind !== "exhausted") return end;
+  const usage = used.total ? { usage: used.total } : {};
+  if (end.kind !== "exhausted") return { ...end, ...usage };
   // no target had a usable credential: the task waits in its lane, as an invocation does
-  return end.failure ? { kind: "failed", diagnostic: end.failure } : { kind: "released" };
+  return end.failure ? { kind: "failed", diagnostic: end.failure, ...usage } : { kind: "released" };
+}
+
+/** The usage of a task's attempts so far (a failover pays twice). */
+interface UsageSum {
+  total?: TokenUsage;
+}
+
+function addUsage(sum: UsageSum, usage: TokenUsage | undefined): void {
+  if (!usage) return;
+  const total = sum.total ?? { input_tokens: 0, output_tokens: 0 };
+  const add = (a: number | undefined, b: number | undefined) => (a ?? 0) + (b ?? 0);
+  sum.total = {
+    input_tokens: total.input_tokens + usage.input_tokens,
+    output_tokens: total.output_tokens + usage.output_tokens,
+    cache_read_tokens: add(total.cache_read_tokens, usage.cache_read_tokens),
+    cache_write_tokens: add(total.cache_write_tokens, usage.cache_write_tokens),
+    requests: add(total.requests, usage.requests),
+    ...(total.cost_usd !== undefined || usage.cost_usd !== undefined
+      ? { cost_usd: add(total.cost_usd, usage.cost_usd) }
+      : {}),
+  };
 }
 
 async function attempt(
@@ -75,6 +103,7 @@ async function attempt(
   run: TaskRun,
   target: Target,
   prompt: Prompt,
+  used: UsageSum,
 ): Promise<TaskEnd | Unavailable> {
   const { deps } = agent;
   if (target.name !== run.task.target) await setTaskTarget(deps.records, run.task.id, target.name);
@@ -84,6 +113,7 @@ async function attempt(
     task: run.task.id,
     role: "task",
   }).finally(deadline.clear);
+  addUsage(used, outcome.usage);
   deps.logger.debug("task attempt ended", {
     event: "task.attempt",
     task: run.task.id,

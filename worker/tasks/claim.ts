@@ -154,6 +154,7 @@ async function recordTaskEnd(
       await finishOrchestratedTask(client, task.id, deps.workerId, {
         status: end.kind,
         ...(end.kind === "completed" ? { result: end.result } : { diagnostic: end.diagnostic }),
+        ...(end.usage ? { usage: end.usage } : {}),
       });
     }
     return promoteTasks(client, deps.boss, task.invocationId, maxParallel);

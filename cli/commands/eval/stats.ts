@@ -14,7 +14,14 @@ interface StatsView {
     codes: Record<string, number>;
     p50Ms: number | null;
     p90Ms: number | null;
-    tokens: { runs: number; input: number; output: number; meanInput: number; meanOutput: number } | null;
+    tokens: {
+      runs: number;
+      input: number;
+      output: number;
+      meanInput: number;
+      meanOutput: number;
+      costUsd?: number | null;
+    } | null;
   }[];
   agreement: RateView;
   evalRuns: { id: string; pipelineVersion: string; cases: number; finished: number; agreement: RateView }[];
@@ -26,7 +33,8 @@ const ms = (value: number | null) => (value === null ? "-" : `${Math.round(value
 function tokens(usage: StatsView["versions"][number]["tokens"]): string {
   if (!usage) return "-";
   const mean = `${Math.round(usage.meanInput)}/${Math.round(usage.meanOutput)}`;
-  return `${usage.input}/${usage.output} (mean ${mean} over ${usage.runs} run${usage.runs === 1 ? "" : "s"})`;
+  const cost = typeof usage.costUsd === "number" ? ` $${usage.costUsd.toFixed(4)}` : "";
+  return `${usage.input}/${usage.output}${cost} (mean ${mean} over ${usage.runs} run${usage.runs === 1 ? "" : "s"})`;
 }
 
 export default class EvalStats extends Command {

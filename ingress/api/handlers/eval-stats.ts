@@ -77,6 +77,9 @@ function tokens(row: VersionTargetStats) {
     output: row.outputTokens,
     meanInput: row.inputTokens / row.usageRuns,
     meanOutput: row.outputTokens / row.usageRuns,
+    cacheRead: row.cacheReadTokens,
+    requests: row.requests,
+    costUsd: row.costUsd,
   };
 }
 

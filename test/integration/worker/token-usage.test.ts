@@ -19,14 +19,17 @@ import {
 } from "./helpers.ts";
 
 /**
- * Token usage from the runtime to the reader: an `openai` target against the loopback model API
- * (each completion reports USAGE_PER_CALL, as the real API does) makes two model calls per run,
- * a tool call and the final answer; the worker stores the summed usage on the agent task, and the
+ * Token usage from the worker's gateway to the reader: an `openai` target against the loopback
+ * model API (each completion reports USAGE_PER_CALL, as the real API does) makes two model calls
+ * per run, a tool call and the final answer, both through the gateway, which reads their usage
+ * and prices it by the target's `price`; the worker stores the sum on the agent task, and the
  * daemon's eval statistics and trace read it back. A `command` target reports none: null.
  */
 const TOKEN = "secret-usage-reader";
 const RUNS = 2;
 const CALLS_PER_RUN = 2;
+/** USD per million tokens */
+const PRICE = { input: 2, output: 10 };
 
 let bed: TestBed;
 let boss: PgBoss;
@@ -51,6 +54,7 @@ function config(): ConfigSnapshot {
         timeoutMs: 10_000,
         maxTurns: 4,
         credentials: [{ name: "a", secret: { kind: "inline", value: "key-usage" } }],
+        price: PRICE,
       },
       local: commandTarget("local", ["./bin/agent"]),
     },
@@ -124,6 +128,7 @@ afterAll(async () => {
 describe("token usage reported by the runtime", () => {
   const input = CALLS_PER_RUN * USAGE_PER_CALL.prompt_tokens;
   const output = CALLS_PER_RUN * USAGE_PER_CALL.completion_tokens;
+  const cost = (input * PRICE.input + output * PRICE.output) / 1e6;
 
   it("GET /evals/stats sums the openai runs' tokens per version × target, null for a command target", async () => {
     expect(model.count("key-usage", "/chat/completions")).toBe(RUNS * CALLS_PER_RUN);
@@ -140,6 +145,9 @@ describe("token usage reported by the runtime", () => {
           output: RUNS * output,
           meanInput: input,
           meanOutput: output,
+          cacheRead: 0,
+          requests: RUNS * CALLS_PER_RUN,
+          costUsd: expect.closeTo(RUNS * cost, 9),
         },
       }),
     ]);
@@ -153,15 +161,22 @@ describe("token usage reported by the runtime", () => {
     const trace = await get(`/trace/${triggers[0]}`);
     expect(trace.status).toBe(200);
     const agent = trace.body.tasks.find((task: { kind: string }) => task.kind === "agent");
-    expect(agent.usage).toEqual({ input_tokens: input, output_tokens: output });
+    expect(agent.usage).toEqual({
+      input_tokens: input,
+      output_tokens: output,
+      cache_read_tokens: 0,
+      cache_write_tokens: 0,
+      requests: CALLS_PER_RUN,
+      cost_usd: cost,
+    });
     expect(renderTree(trace.body).join("\n")).toContain(
-      `agent agent on model  completed  exit 0  tokens in ${input} out ${output}`,
+      `agent agent on model  completed  exit 0  tokens in ${input} out ${output}  2 requests  $${cost.toFixed(4)}`,
     );
     const page = await fetch(`${api.url}/ui/trace/${triggers[0]}`, {
       headers: { cookie: `svc_ui_token=${TOKEN}` },
     });
     expect(page.status).toBe(200);
-    expect(await page.text()).toContain(`<td>${input} / ${output}</td>`);
+    expect(await page.text()).toContain(`<td>${input} / ${output} (2 req, $${cost.toFixed(4)})</td>`);
     const plain = await get(`/trace/${triggers[2]}`);
     const command = plain.body.tasks.find((task: { kind: string }) => task.kind === "agent");
     expect(command.usage).toBeNull();

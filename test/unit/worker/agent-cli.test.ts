@@ -154,6 +154,7 @@ describe("agent CLI runtimes: how the CLI is started", () => {
     const context: CliContext = {
       ...{ target, cwd, configDir: root, agentDir: runDir, home: join(runDir, "home"), access, runEnv: {} },
       key: "sk-secret-key",
+      baseUrl: "http://127.0.0.1:7499",
       pipeline: {
         result: { schema: { type: "object" } },
         ...(agentAccess ? { agentAccess } : {}),

@@ -46,14 +46,15 @@ export const claudeCode: AgentCli = {
     if (pipeline.result) argv.push("--json-schema", JSON.stringify(standaloneSchema(pipeline.result.schema)));
     if (target.maxTurns) argv.push("--max-turns", String(target.maxTurns));
     const env: Record<string, string> = {
+      // the worker's gateway and the attempt's token of it: the credential never reaches the CLI
       ANTHROPIC_API_KEY: context.key,
-      ...(target.baseUrl ? { ANTHROPIC_BASE_URL: target.baseUrl } : {}),
+      ANTHROPIC_BASE_URL: context.baseUrl,
       // no telemetry, error reports, update checks or other traffic besides the model API
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       DISABLE_TELEMETRY: "1",
       DISABLE_ERROR_REPORTING: "1",
       DISABLE_AUTOUPDATER: "1",
-      // a refused or throttled request ends the run at once: svc parks the credential and fails over
+      // a refused or throttled request ends the run at once: the gateway parks the credential and svc fails over
       CLAUDE_CODE_MAX_RETRIES: "0",
     };
     return { argv, env, stdin: prompt.user };

@@ -21,8 +21,10 @@ export interface CliContext {
   access: RunAccess;
   /** the run's environment: the pipeline's env manifest, the run variables, PATH */
   runEnv: Record<string, string>;
-  /** the credential's value, exported as the CLI expects it */
+  /** the attempt's gateway token, exported as the CLI expects its API key: never the credential */
   key: string;
+  /** the model API's base URL as the CLI is given it: the worker's gateway */
+  baseUrl: string;
 }
 
 export interface CliLaunch {

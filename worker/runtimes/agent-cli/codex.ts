@@ -19,7 +19,8 @@ const toml = (value: string) => JSON.stringify(value);
 /**
  * Codex headless (`codex exec --json`): the prompt on stdin, a private CODEX_HOME, the model
  * provider and svc's MCP server given as `-c` overrides (no file of the host's is read). The
- * credential reaches Codex as the provider's `env_key` and the run token as the MCP server's
+ * provider is the worker's gateway; the attempt's gateway token (never the credential) reaches
+ * Codex as the provider's `env_key` and the run token as the MCP server's
  * `bearer_token_env_var` (SVC_MCP_TOKEN): neither is on the command line. svc's server, and only
  * it, is pre-approved (`default_tools_approval_mode = "approve"`), because `exec` refuses any
  * call that needs approval. The result comes from `--output-schema` / `--output-last-message`.
@@ -37,10 +38,11 @@ export const codex: AgentCli = {
     await rm(lastMessage, { force: true });
     const provider = [
       `name="svc"`,
-      `base_url=${toml(target.baseUrl ?? DEFAULT_BASE_URL)}`,
+      // the worker's gateway, which forwards to the target's base_url with the credential
+      `base_url=${toml(context.baseUrl)}`,
       `wire_api="responses"`,
       `env_key="${KEY_VARIABLE}"`,
-      // a refused or throttled request ends the run at once: svc parks the credential and fails over
+      // a refused or throttled request ends the run at once: the gateway parks the credential and svc fails over
       "request_max_retries=0",
       "stream_max_retries=0",
     ];

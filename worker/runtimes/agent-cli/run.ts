@@ -1,11 +1,12 @@
 import { appendFile } from "node:fs/promises";
 import type { AgentCliTarget, Pipeline } from "../../../shared/config/types.ts";
-import { retryAfter } from "../../../shared/credentials/classify.ts";
 import { type Diagnostic, diagnostic } from "../../../shared/diagnostics.ts";
 import type { CredentialCooldowns } from "../../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../../credentials/secrets.ts";
 import type { ProcessEngine } from "../../exec/engine.ts";
 import type { ProcessOutcome } from "../../exec/process.ts";
+import type { GatewayAccount } from "../../gateway/account.ts";
+import type { ModelGateway } from "../../gateway/gateway.ts";
 import type { Prompt } from "../../run/prompt.ts";
 import type { RunAccess } from "../../run/run-token.ts";
 import type { AgentOutcome } from "../outcome.ts";
@@ -32,6 +33,10 @@ export interface AgentCliRunInput {
   signal: AbortSignal;
   /** where the agent's process runs: the worker's host or the run's container */
   engine: ProcessEngine;
+  /** the attempt's account at the worker's gateway, which each credential gets a token of */
+  gateway: { account: GatewayAccount; registry: Pick<ModelGateway, "clientUrl"> };
+  /** the gateway's address as the agent's process reaches it */
+  gatewayUrl: string;
 }
 
 const CLIS: Record<AgentCliTarget["runtime"], AgentCli> = { "claude-code": claudeCode, codex };
@@ -41,10 +46,11 @@ const ERROR_TEXT = 300;
 
 /**
  * The `claude-code` and `codex` runtimes: the CLI runs once per usable credential, in the
- * worktree, with a private HOME. How it ended decides what happens next, as the contract's
- * credential table says: a 401 or 403 from the model API (as the CLI reports it) marks the
- * credential dead and a 429 or an overload parks it cooling, and the next credential is tried;
- * any other failure hands the run to the pipeline's next target without touching the credential.
+ * worktree, with a private HOME, talking to the worker's gateway with a token of the attempt's
+ * own; the credential stays in the worker. The gateway decides the credential's state from the
+ * model API's answer, as the contract's credential table says (a 401 or 403 dead, a 429 or an
+ * overload cooling): a refused credential hands over to the next one; any other failure hands the
+ * run to the pipeline's next target without touching the credential.
  */
 export async function runAgentCli(input: AgentCliRunInput): Promise<AgentOutcome> {
   const { target, cooldowns, secrets } = input;
@@ -54,7 +60,9 @@ export async function runAgentCli(input: AgentCliRunInput): Promise<AgentOutcome
     const key = secrets.get(target.name, credential.name);
     if (key === undefined) continue;
     const home = await freshHome(input.agentDir);
-    const context: CliContext = { ...input, home, key };
+    const lease = input.gateway.account.lease(target, credential.name, key);
+    const baseUrl = input.gateway.registry.clientUrl(lease, input.gatewayUrl);
+    const context: CliContext = { ...input, home, key: lease.token, baseUrl };
     const launch = await cli.launch(context);
     await appendFile(
       input.transcriptFile,
@@ -72,21 +80,15 @@ export async function runAgentCli(input: AgentCliRunInput): Promise<AgentOutcome
     });
     const report = await cli.report(outcome.stdout, context);
     await appendFile(input.transcriptFile, `${report.summary.join("\n")}\n`);
-    const refusal = credentialRefusal(report);
-    if (refusal?.kind === "dead") {
-      await cooldowns.markDead(target.name, credential.name, refusal.reason);
-      continue;
-    }
-    if (refusal?.kind === "cooling") {
-      await cooldowns.markCooling(
-        target.name,
-        credential.name,
-        retryAfter(undefined, new Date()),
-        refusal.reason,
+    // the gateway marked the credential (dead or cooling) when the model API refused it
+    if (lease.refusal) {
+      await appendFile(
+        input.transcriptFile,
+        `# credential ${credential.name} refused: ${lease.refusal.reason}\n`,
       );
       continue;
     }
-    const error = report.error === undefined ? undefined : redact(report.error, key);
+    const error = report.error === undefined ? undefined : redact(redact(report.error, key), lease.token);
     const ended = await outcomeOf(target, outcome, { ...report, error }, input.transcriptFile);
     return report.usage ? { ...ended, usage: report.usage } : ended;
   }
@@ -98,16 +100,6 @@ const KEY_LIKE = /\b(sk|sk-ant|sk-proj)-[A-Za-z0-9_*.-]{6,}/g;
 
 function redact(text: string, key: string): string {
   return text.split(key).join("[credential]").replace(KEY_LIKE, "[credential]");
-}
-
-/** What the CLI's report says about the credential, by the contract's credential table. */
-function credentialRefusal(report: CliReport): { kind: "dead" | "cooling"; reason: string } | undefined {
-  const status = report.apiStatus;
-  if (status === 401 || status === 403) return { kind: "dead", reason: `HTTP ${status}` };
-  if (status === 429) return { kind: "cooling", reason: "HTTP 429" };
-  if (report.overloaded || status === 503 || status === 529)
-    return { kind: "cooling", reason: `overloaded${status ? ` (HTTP ${status})` : ""}` };
-  return undefined;
 }
 
 async function outcomeOf(

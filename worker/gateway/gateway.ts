@@ -1,0 +1,206 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Queryable } from "../../db/queryable.ts";
+import type { Budget } from "../../shared/config/types.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { GatewayAccount, type Lease, type LeaseRegistry } from "./account.ts";
+import { apiOfPath, clientBaseUrl, errorAnswer, routeOf, tokenOf } from "./apis.ts";
+import { forward } from "./forward.ts";
+import { Ledger } from "./ledger.ts";
+import type { CredentialStates } from "./verdict.ts";
+
+/** How long an invocation's running total outlives its last attempt here (a task's next attempt reuses it). */
+const LEDGER_LINGER_MS = 120_000;
+
+export interface GatewayDeps {
+  /** where the invocation's recorded usage is read */
+  db: Queryable;
+  credentials: CredentialStates;
+  logger: Logger;
+}
+
+/**
+ * The worker's model gateway: one loopback listener that every agent's model calls pass through
+ * (docs/worker.md, "The model gateway"). An attempt's process holds a gateway token, never the
+ * credential: the gateway maps the token to the attempt's target and credential, adds the
+ * credential on the way out and forwards to that target's `base_url` only. It reads the usage of
+ * every answer as it passes, keeps the invocation's running total against its `budget`, and
+ * decides the credential's state from the answer's status.
+ */
+export class ModelGateway implements LeaseRegistry {
+  readonly #deps: GatewayDeps;
+  readonly #leases = new Map<string, Lease>();
+  readonly #ledgers = new Map<string, Ledger>();
+  readonly #linger = new Map<Ledger, NodeJS.Timeout>();
+  #server: Server | undefined;
+  #url = "";
+
+  constructor(deps: GatewayDeps) {
+    this.#deps = deps;
+  }
+
+  /** Listens on loopback, on `port` (0: any free one). */
+  async start(port = 0, host = "127.0.0.1"): Promise<string> {
+    const server = createServer({ noDelay: true, keepAlive: true }, (request, response) =>
+      this.#handle(request, response),
+    );
+    this.#server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => resolve());
+    });
+    const address = server.address() as AddressInfo;
+    this.#url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+    return this.#url;
+  }
+
+  /** The listener's address, as the worker's own processes reach it. */
+  get url(): string {
+    return this.#url;
+  }
+
+  /** The base URL a client of `lease`'s API is given, with the gateway at `url`. */
+  clientUrl(lease: Lease, url = this.#url): string {
+    return clientBaseUrl(lease.api, url);
+  }
+
+  /**
+   * An attempt's account: the invocation's running total (read from the database now when the
+   * pipeline has a budget), to which the attempt's leases add what they spend.
+   */
+  async account(spec: {
+    invocationId: string;
+    taskId: string;
+    budget: Budget | undefined;
+    onToken: (token: string) => void;
+  }): Promise<GatewayAccount> {
+    let ledger = this.#ledgers.get(spec.invocationId);
+    if (!ledger || ledger.budget !== spec.budget) {
+      ledger = new Ledger(this.#deps.db, spec.invocationId, spec.budget);
+      this.#ledgers.set(spec.invocationId, ledger);
+    }
+    ledger.holders += 1;
+    clearTimeout(this.#linger.get(ledger));
+    this.#linger.delete(ledger);
+    const account = new GatewayAccount(this, ledger, spec.taskId, spec.onToken);
+    try {
+      await ledger.refresh();
+    } catch (error) {
+      await account.close();
+      throw error;
+    }
+    return account;
+  }
+
+  add(lease: Lease): void {
+    this.#leases.set(lease.token, lease);
+  }
+
+  remove(token: string): void {
+    this.#leases.delete(token);
+  }
+
+  release(ledger: Ledger): void {
+    ledger.holders -= 1;
+    if (ledger.holders > 0) return;
+    const timer = setTimeout(() => {
+      this.#linger.delete(ledger);
+      if (ledger.holders === 0 && this.#ledgers.get(ledger.invocationId) === ledger)
+        this.#ledgers.delete(ledger.invocationId);
+    }, LEDGER_LINGER_MS);
+    timer.unref();
+    this.#linger.set(ledger, timer);
+  }
+
+  /** Live gateway tokens: attempts running now. */
+  get leases(): number {
+    return this.#leases.size;
+  }
+
+  async close(): Promise<void> {
+    for (const timer of this.#linger.values()) clearTimeout(timer);
+    this.#linger.clear();
+    const server = this.#server;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+
+  #handle(request: IncomingMessage, response: ServerResponse): void {
+    const raw = request.url ?? "/";
+    // origin-form only: a request that names a URL of its own (absolute-form) is not forwarded there
+    const queryAt = raw.indexOf("?");
+    const path = queryAt === -1 ? raw : raw.slice(0, queryAt);
+    const query = queryAt === -1 ? "" : raw.slice(queryAt);
+    const token = tokenOf(request.headers);
+    const lease = token === undefined ? undefined : this.#leases.get(token);
+    if (!lease) {
+      refuse(
+        response,
+        request,
+        errorAnswer(
+          apiOfPath(path),
+          "unauthorized",
+          "invalid gateway token: it belongs to no running agent attempt",
+        ),
+      );
+      return;
+    }
+    const route = path.startsWith("/") ? routeOf(lease.api, request.method ?? "GET", path) : undefined;
+    if (!route) {
+      this.#deps.logger.warn(
+        `gateway: ${request.method} ${path.slice(0, 200)} is not a route of the ${lease.api} API it forwards`,
+        {
+          event: "gateway.unknown_route",
+          target: lease.target.name,
+          method: request.method,
+          path: path.slice(0, 200),
+        },
+      );
+      refuse(
+        response,
+        request,
+        errorAnswer(
+          lease.api,
+          "not_found",
+          `${request.method} ${path.slice(0, 200)} is not forwarded by svc's gateway`,
+        ),
+      );
+      return;
+    }
+    const { account } = lease;
+    if (route.model) {
+      const overrun = account.ledger.overrun();
+      if (overrun) {
+        account.refuse(overrun);
+        const why = account.exceeded()?.message ?? "the invocation's budget is spent";
+        this.#deps.logger.warn(`gateway: ${why}`, {
+          event: "gateway.budget_exceeded",
+          invocation: account.ledger.invocationId,
+          target: lease.target.name,
+          budget: overrun.budget,
+        });
+        refuse(response, request, errorAnswer(lease.api, "budget", why));
+        return;
+      }
+    }
+    forward({ lease, path, query, model: route.model }, request, response, {
+      credentials: this.#deps.credentials,
+      logger: this.#deps.logger,
+    });
+  }
+}
+
+/** Answers with the gateway's own error; the request's body is read and dropped. */
+function refuse(
+  response: ServerResponse,
+  request: IncomingMessage,
+  answer: { status: number; body: string },
+): void {
+  request.resume();
+  response.writeHead(answer.status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(answer.body),
+  });
+  response.end(answer.body);
+}
