@@ -17,6 +17,8 @@ const ERRORS = {
   529: ["overloaded_error", "Overloaded"],
 } as const;
 
+type Usage = { input_tokens: number; output_tokens: number };
+
 type Block =
   | { type: "text"; text: string }
   | { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
@@ -79,11 +81,12 @@ export class FakeAnthropic extends LoopbackModel {
     } else {
       block = { type: "text", text: finalText(behaviour.result) };
     }
-    if (body.stream === true) this.#stream(response, String(body.model), block, request.text);
-    else sendJson(response, 200, this.#message(String(body.model), [block], request.text));
+    const usage = behaviour.usage;
+    if (body.stream === true) this.#stream(response, String(body.model), block, request.text, usage);
+    else sendJson(response, 200, this.#message(String(body.model), [block], request.text, usage));
   }
 
-  #message(model: string, content: Block[], prompt: string) {
+  #message(model: string, content: Block[], prompt: string, fixed?: Usage) {
     const output = JSON.stringify(content);
     return {
       id: this.#id("msg"),
@@ -93,13 +96,13 @@ export class FakeAnthropic extends LoopbackModel {
       content,
       stop_reason: content.some((b) => b.type === "tool_use") ? "tool_use" : "end_turn",
       stop_sequence: null,
-      usage: { input_tokens: tokens(prompt), output_tokens: tokens(output) },
+      usage: fixed ?? { input_tokens: tokens(prompt), output_tokens: tokens(output) },
     };
   }
 
-  #stream(response: ServerResponse, model: string, block: Block, prompt: string): void {
+  #stream(response: ServerResponse, model: string, block: Block, prompt: string, fixed?: Usage): void {
     const usage = {
-      input_tokens: tokens(prompt),
+      input_tokens: fixed?.input_tokens ?? tokens(prompt),
       cache_creation_input_tokens: 0,
       cache_read_input_tokens: 0,
       output_tokens: 1,
@@ -122,7 +125,7 @@ export class FakeAnthropic extends LoopbackModel {
       {
         type: "message_delta",
         delta: { stop_reason: block.type === "tool_use" ? "tool_use" : "end_turn", stop_sequence: null },
-        usage: { output_tokens: tokens(JSON.stringify(block)) },
+        usage: { output_tokens: fixed?.output_tokens ?? tokens(JSON.stringify(block)) },
       },
       { type: "message_stop" },
     ]);

@@ -89,19 +89,27 @@ export class FakeResponses extends LoopbackModel {
             args: JSON.stringify(behaviour.note),
           }
         : { type: "message", id: this.#id("msg"), text: finalText(behaviour.result) };
-    this.#stream(response, String(body.model), item, request.text);
+    this.#stream(response, String(body.model), item, request.text, behaviour.usage);
   }
 
-  #stream(response: ServerResponse, model: string, item: Item, prompt: string): void {
+  #stream(
+    response: ServerResponse,
+    model: string,
+    item: Item,
+    prompt: string,
+    fixed?: { input_tokens: number; output_tokens: number },
+  ): void {
     const id = this.#id("resp");
     const base = { id, object: "response", created_at: Math.floor(Date.now() / 1000), model };
     const done = itemBody(item, "completed");
+    const input = fixed?.input_tokens ?? tokens(prompt);
+    const output = fixed?.output_tokens ?? tokens(JSON.stringify(done));
     const usage = {
-      input_tokens: tokens(prompt),
+      input_tokens: input,
       input_tokens_details: { cached_tokens: 0 },
-      output_tokens: tokens(JSON.stringify(done)),
+      output_tokens: output,
       output_tokens_details: { reasoning_tokens: 0 },
-      total_tokens: tokens(prompt) + tokens(JSON.stringify(done)),
+      total_tokens: input + output,
     };
     const at = { item_id: item.id, output_index: 0 };
     const deltas =

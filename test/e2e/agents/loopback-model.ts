@@ -13,6 +13,8 @@ export type Behaviour =
       note: { title: string; body: string; tags?: string[] };
       /** the final answer: an object fitting result.schema, or text that is no JSON at all */
       result: Record<string, unknown> | string;
+      /** the usage every answer reports; absent: counted from the prompt's and answer's lengths */
+      usage?: { input_tokens: number; output_tokens: number };
     }
   | { kind: "error"; status: 401 | 403 | 429 | 500 | 529; retryAfter?: string };
 
@@ -52,6 +54,7 @@ export abstract class LoopbackModel {
   readonly requests: SeenRequest[] = [];
   readonly answered: Answered[] = [];
   readonly #behaviours = new Map<string, Behaviour>();
+  readonly #holds = new Map<string, Promise<void>>();
   #server: Server | undefined;
   url = "";
 
@@ -61,6 +64,11 @@ export abstract class LoopbackModel {
 
   behaviourOf(key: string): Behaviour | undefined {
     return this.#behaviours.get(key);
+  }
+
+  /** Requests made with `key` are answered only once `until` settles: a test looks at the run meanwhile. */
+  hold(key: string, until: Promise<void>): void {
+    this.#holds.set(key, until);
   }
 
   /** Requests made with `key` (to `path`, when given). */
@@ -105,7 +113,9 @@ export abstract class LoopbackModel {
         response.on("finish", () =>
           this.answered.push({ at: performance.timeOrigin + performance.now(), path: seen.path }),
         );
-        this.answer(seen, response);
+        const held = this.#holds.get(seen.key);
+        if (held) void held.then(() => this.answer(seen, response));
+        else this.answer(seen, response);
       });
     });
     await new Promise<void>((resolve) => this.#server!.listen(0, "127.0.0.1", resolve));
