@@ -9,7 +9,7 @@ interface Probe {
 
 /**
  * `svc doctor` asks a reachable daemon for its own probes (GET /admin/doctor, scope `admin`):
- * database, migrations, queue, drain, dead credentials, refused tokens. No daemon reachable at
+ * database, migrations, queue, drain, dead credentials, refused tokens, the workers' model gateways. No daemon reachable at
  * SVC_DAEMON_URL is not an error for doctor, which also runs before the first start.
  */
 export const daemonProbeCheck: DoctorCheck = {
@@ -44,7 +44,8 @@ export const daemonProbeCheck: DoctorCheck = {
         ? "warning"
         : "ok";
     const detail = probes
-      .filter((probe) => probe.status !== "ok" || worst === "ok")
+      // the workers' gateway listeners are always shown: where the agents' model calls go
+      .filter((probe) => probe.status !== "ok" || worst === "ok" || probe.name === "gateway")
       .map((probe) => `${probe.name}: ${probe.message}`)
       .join("; ");
     return {

@@ -1,6 +1,12 @@
 import { readServerVersion } from "../../../db/connect.ts";
 import { listDeadCredentials } from "../../../db/credential-cooldowns.ts";
-import { clearDrain, readDrain, setDrain } from "../../../db/daemon-state.ts";
+import {
+  clearDrain,
+  type GatewayState,
+  listGateways,
+  readDrain,
+  setDrain,
+} from "../../../db/daemon-state.ts";
 import { appliedMigrationVersions, listMigrations } from "../../../db/migrate.ts";
 import { countFailedSince, purgeFailedJobs } from "../../../db/queue-jobs.ts";
 import { reconcileQueue } from "../../../db/reconcile-queue.ts";
@@ -154,6 +160,7 @@ export async function doctorRoute(ctx: RouteContext): Promise<Reply> {
           message: `${Object.keys(config.auth?.tokens ?? {}).length} configured token(s) usable`,
         };
   });
+  await probe("gateway", async () => gatewayProbe(await listGateways(pool)));
   await probe("access", async () => ({
     status: "ok",
     message:
@@ -164,4 +171,29 @@ export async function doctorRoute(ctx: RouteContext): Promise<Reply> {
           : "local programs on loopback (no forwarding header, no other web site's Origin) need no token; every other request needs a valid token",
   }));
   return ok({ probes });
+}
+
+/**
+ * The workers' model gateways as their rows say (each worker records its listener when it starts
+ * and removes it when it stops), each asked once: any answer, even the 401 a request without a
+ * gateway token gets, means it listens. On loopback, so only a worker on this host can answer;
+ * a row whose listener does not is a worker elsewhere, or one that died without removing it.
+ */
+async function gatewayProbe(gateways: GatewayState[]): Promise<Omit<Probe, "name">> {
+  if (gateways.length === 0)
+    return {
+      status: "warning",
+      message: "no worker has a model gateway listening; start a worker (svc worker)",
+    };
+  const seen = await Promise.all(
+    gateways.map(async (gateway) => {
+      const answers = await fetch(gateway.url, { signal: AbortSignal.timeout(2_000) }).then(
+        () => true,
+        () => false,
+      );
+      return `worker ${gateway.worker}: ${gateway.url} ${answers ? "listening" : "not answering from this host (a worker elsewhere, or one that stopped without removing its row)"} since ${gateway.since}`;
+    }),
+  );
+  const silent = seen.some((line) => line.includes("not answering"));
+  return { status: silent ? "warning" : "ok", message: `model gateways: ${seen.join("; ")}` };
 }

@@ -1,4 +1,7 @@
+import { execFile } from "node:child_process";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { renderTree } from "../../../cli/commands/trace.ts";
 import type { AgentCliRuntime } from "../../../shared/agent-clis/pins.ts";
@@ -138,6 +141,19 @@ for (const runtime of ["claude-code", "codex"] as AgentCliRuntime[]) {
         /spent its budget\.cost of \$0\.2: .*\$0\.210000/,
       );
       expect(agent.usage.cost_usd).toBeCloseTo(0.21, 6);
+    });
+
+    it("svc doctor shows the worker's gateway listener", async () => {
+      const bin = join(import.meta.dirname, "../../../bin/svc.js");
+      const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), SVC_DAEMON_URL: bed.url };
+      const run = await promisify(execFile)(process.execPath, [bin, "doctor", "--json", "--dir", bed.dir], {
+        env,
+      }).catch((error: { stdout: string }) => error); // exit 1 on problems elsewhere: the report is still JSON
+      const report = JSON.parse(run.stdout) as { checks: { name: string; detail: string }[] };
+      const daemon = report.checks.find((check) => check.name === "daemon");
+      expect(daemon?.detail).toMatch(
+        new RegExp(`gateway: model gateways: worker \\S+: ${bed.gatewayUrl} listening`),
+      );
     });
 
     it("a 401 through the gateway kills the credential (decided at the gateway) and the run fails over to the next target", async () => {
