@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { type FakeGitHub, startFakeGitHub } from "../outputs/fake-github.ts";
-import { FakeModelApi } from "./fake-model-api.ts";
+import { FakeModelApi, USAGE_PER_CALL } from "./fake-model-api.ts";
 import {
   answer,
   call,
@@ -382,6 +382,14 @@ outputs:
     expect(
       tasks.every((task) => task.target === "reviewers" && task.spec.principal === "pull-request-reviewer"),
     ).toBe(true);
+    // every task's model calls passed its worker's gateway, which read their usage: the task's row has it
+    for (const task of tasks) {
+      expect(task.usage?.requests, task.id).toBeGreaterThanOrEqual(1);
+      expect(task.usage).toMatchObject({
+        input_tokens: task.usage.requests * USAGE_PER_CALL.prompt_tokens,
+        output_tokens: task.usage.requests * USAGE_PER_CALL.completion_tokens,
+      });
+    }
     // the orchestrator's agent task is the parent of all three
     const parent = await pool.query("SELECT kind, name FROM svc.tasks WHERE id = $1", [tasks[0].parent_id]);
     expect(parent.rows[0]).toEqual({ kind: "agent", name: "agent on planner" });
@@ -446,7 +454,10 @@ outputs:
       expect(line).toMatch(/^ {6,}task tsk_\w+ {2}agent task \d.*(completed|failed)/);
     expect(
       taskLines.filter(
-        (line) => line.includes("failed  target reviewers") && line.includes("[result_invalid]"),
+        // the task's usage, read at the gateway, sits between its status and its target
+        (line) =>
+          /failed {2}tokens in \d+ out \d+ .*target reviewers/.test(line) &&
+          line.includes("[result_invalid]"),
       ),
     ).toHaveLength(1);
     const json = JSON.parse(await svc(url, "trace", id, "--json")) as Record<string, unknown>;
