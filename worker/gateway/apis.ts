@@ -133,7 +133,7 @@ export function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, s
 export function answeredHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || (HOP.has(name) && name !== "authorization")) continue;
+    if (value === undefined || HOP.has(name)) continue;
     out[name] = value;
   }
   return out;

@@ -112,12 +112,18 @@ function relay(
       keptBytes += chunk.length;
     }
   });
-  answer.on("end", () => {
+  let settled = false;
+  const ended = (complete: boolean) => {
+    if (settled) return;
+    settled = true;
     const text = kept.length ? Buffer.concat(kept).toString("utf8") : "";
+    // a stream cut short (the agent stopped, the API hung up) still counts what it reported so far
     if (model && ok) settle(lease, usage ? usage.end() : usageOfBody(text), deps.logger);
-    if (!ok) judge(lease, status, answer, text, deps);
-    response.end();
-  });
+    if (!ok && complete) judge(lease, status, answer, text, deps);
+    if (complete) response.end();
+  };
+  answer.on("end", () => ended(true));
+  answer.on("close", () => ended(false));
   answer.on("error", () => response.destroy());
 }
 
