@@ -4,7 +4,7 @@ import { renderTree } from "../../../cli/commands/trace.ts";
 import { startBoss } from "../../../db/boss.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { type RunningWorker, startWorker } from "../../../worker/main.ts";
-import { FakeModelApi, USAGE_PER_CALL } from "../../e2e/worker/fake-model-api.ts";
+import { type Answer, FakeModelApi, USAGE_PER_CALL } from "../../e2e/worker/fake-model-api.ts";
 import { type ApiHarness, startApi, tokensBlock } from "../api/support.ts";
 import {
   captureLogger,
@@ -56,6 +56,15 @@ function config(): ConfigSnapshot {
         credentials: [{ name: "a", secret: { kind: "inline", value: "key-usage" } }],
         price: PRICE,
       },
+      budgeted: {
+        name: "budgeted",
+        runtime: "openai",
+        baseUrl: model.url,
+        model: "test-model",
+        timeoutMs: 10_000,
+        maxTurns: 4,
+        credentials: [{ name: "a", secret: { kind: "inline", value: "key-budget" } }],
+      },
       local: commandTarget("local", ["./bin/agent"]),
     },
     pipelines: {
@@ -65,6 +74,15 @@ function config(): ConfigSnapshot {
         retainCheckout: false,
         trigger: onEvent("opened"),
       }),
+      "pr-budget": {
+        ...pipeline("pr-budget", {
+          agent: "helper",
+          targets: ["budgeted"],
+          retainCheckout: false,
+          trigger: onEvent("edited"),
+        }),
+        budget: { requests: 1 },
+      },
       "pr-plain": pipeline("pr-plain", {
         agent: "helper",
         targets: ["local"],
@@ -86,9 +104,9 @@ beforeAll(async () => {
   bed = await openTestBed();
   await model.start();
   // first a tool call (this worker has no tool endpoint, so the loop feeds back an error), then the answer
-  model.answer("key-usage", {
+  const toolFirst: Answer = {
     status: 200,
-    reply: (body) =>
+    reply: (body: Record<string, unknown>) =>
       (body.messages as { role: string }[]).some((message) => message.role === "tool")
         ? { role: "assistant", content: '{"verdict": "approve"}' }
         : {
@@ -96,7 +114,9 @@ beforeAll(async () => {
             content: null,
             tool_calls: [{ id: "call_1", type: "function", function: { name: "look", arguments: "{}" } }],
           },
-  });
+  };
+  model.answer("key-usage", toolFirst);
+  model.answer("key-budget", toolFirst);
   await writeScript(`${bed.dir}/bin/agent`, `#!/bin/sh\ncat > /dev/null\necho '{"verdict": "approve"}'\n`);
   boss = await startBoss({ url: bed.database.url, supervise: false });
   worker = await startWorker({
@@ -104,7 +124,7 @@ beforeAll(async () => {
     databaseUrl: bed.database.url,
     logger: captureLogger().logger,
   });
-  for (const action of ["opened", "opened", "reopened"])
+  for (const action of ["opened", "opened", "reopened", "edited"])
     triggers.push(
       await fire(bed.pool, boss, {
         kind: "codehost",
@@ -180,5 +200,24 @@ describe("token usage reported by the runtime", () => {
     const plain = await get(`/trace/${triggers[2]}`);
     const command = plain.body.tasks.find((task: { kind: string }) => task.kind === "agent");
     expect(command.usage).toBeNull();
+  });
+});
+
+describe("a budget on the openai runtime", () => {
+  it("budget.requests: 1 lets the first model call through the gateway and refuses the second: budget_exceeded, usage of one call", async () => {
+    const trace = await get(`/trace/${triggers[3]}`);
+    const [invocation] = trace.body.invocations;
+    expect(invocation.diagnostic).toMatchObject({ code: "budget_exceeded", field: "budget.requests" });
+    expect(invocation.diagnostic.message).toContain("spent its budget.requests of 1 model requests");
+    expect(model.count("key-budget", "/chat/completions")).toBe(1);
+    const agent = trace.body.tasks.find((task: { kind: string }) => task.kind === "agent");
+    expect(agent).toMatchObject({
+      status: "failed",
+      usage: {
+        input_tokens: USAGE_PER_CALL.prompt_tokens,
+        output_tokens: USAGE_PER_CALL.completion_tokens,
+        requests: 1,
+      },
+    });
   });
 });
