@@ -121,6 +121,7 @@ describe("orchestrated execution (real ingress + worker processes, loopback mode
       "slowpoke",
       "overdue",
       "bound",
+      "thrifty",
     ]
       .map((hook) => `    ${hook}: { verify: bearer, secret: "\${HOOK_TOKEN}" }`)
       .join("\n");
@@ -139,6 +140,7 @@ describe("orchestrated execution (real ingress + worker processes, loopback mode
       openaiTarget("slowpoke-planner", model.url, "slowpoke-key"),
       openaiTarget("overdue-planner", model.url, "overdue-key"),
       openaiTarget("bound-planner", model.url, "bound-key"),
+      openaiTarget("thrifty-planner", model.url, "thrifty-key"),
       '  identity: { runtime: command, command: ["./bin/identity-task"], timeout: 30s }',
       '  hang: { runtime: command, command: ["./bin/hang-task"], timeout: 120s }',
       '  hang-once: { runtime: command, command: ["./bin/hang-once"], timeout: 120s }',
@@ -217,6 +219,13 @@ outputs:
           orchestrator: "bound-planner",
           extra: "principals:\n  pull-request-reviewer: codehost.principal.42\n",
         }),
+        // a budget over the whole invocation: the orchestrator's model calls and its tasks'
+        ...orchestrated("thrifty", {
+          hook: "thrifty",
+          targets: "quick",
+          orchestrator: "thrifty-planner",
+          extra: "budget: { requests: 5 }\n",
+        }),
         // the baseline: one agent of the same model time, run directly
         "pipelines/single.yaml":
           "version: 1.0.0\nagent: reviewer\ntrigger:\n  webhook: [single]\ntargets: [triple-tasks]\ninstructions: PART d\n",
@@ -292,6 +301,13 @@ outputs:
           : answer({ answers: lastAnswers(body).map((entry) => entry.text) }),
     });
     model.answer("quick-key", { status: 200, reply: () => answer({ ok: true }) });
+    // list, create two tasks, wait for them (their two calls), read them, answer: past 5 requests
+    model.answer("thrifty-key", {
+      status: 200,
+      reply: orchestrator([{ instructions: "part one" }, { instructions: "part two" }], () => ({
+        done: true,
+      })),
+    });
     model.answer("unbound-key", {
       status: 200,
       reply: (body) =>
@@ -465,6 +481,24 @@ outputs:
     expect((json.tasks as { id: string }[]).map((task) => task.id)).toEqual(
       expect.arrayContaining(tasks.map((task) => task.id)),
     );
+  });
+
+  it("budget.requests counts the tasks' model calls with the orchestrator's: its next call past the budget is refused, budget_exceeded", async () => {
+    const id = await postWebhook(url, "thrifty", HOOK_TOKEN, {});
+    await waitForTrigger(pool, id);
+    const { invocations, tasks: own } = await lineage(pool, id);
+    const [invocation] = invocations;
+    expect(invocation.diagnostic).toMatchObject({ code: "budget_exceeded", field: "budget.requests" });
+    const tasks = await orchestratedTasks(invocation.id);
+    expect(tasks.map((task) => task.status)).toEqual(["completed", "completed"]);
+    const planner = own.find((task) => task.kind === "agent" && !task.spec);
+    const spent = [planner, ...tasks].reduce((sum, task) => sum + task.usage.requests, 0);
+    // what stopped it is the sum over the invocation: the orchestrator alone stayed under 5
+    expect(planner.usage.requests).toBeLessThan(5);
+    expect(spent).toBeGreaterThanOrEqual(5);
+    expect(invocation.diagnostic.metadata.used.requests).toBe(spent);
+    // the refused call never reached the model API
+    expect(model.count("thrifty-key")).toBe(planner.usage.requests);
   });
 
   it("the ninth create_task with max_tasks 8 is a tool error; the run does not crash", async () => {
