@@ -2,8 +2,8 @@ import { checkPipelineTools, readAgentAccess, readPipelineTools } from "./agent-
 import { checkPublishingIdentities } from "./outputs.ts";
 import { checkAgentAndSkills, readIdentity } from "./pipeline/agent-and-skills.ts";
 import { readArgs } from "./pipeline/args.ts";
-import { readConcurrency } from "./pipeline/concurrency.ts";
 import { checkBudgetTargets, readBudget } from "./pipeline/budget.ts";
+import { readConcurrency } from "./pipeline/concurrency.ts";
 import type { PipelineContext, PipelineDraft } from "./pipeline/draft.ts";
 import { readKnowledge } from "./pipeline/knowledge.ts";
 import { readOrchestrator } from "./pipeline/orchestrator.ts";

@@ -3,7 +3,6 @@ import { DEFAULT_MAX_TURNS } from "../../shared/config/agent-tools.ts";
 import type { OpenAiTarget } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import { modelHttp } from "../../shared/models/http.ts";
-import { classifyResponse } from "../credentials/classify.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
 import type { GatewayAccount, Lease } from "../gateway/account.ts";
