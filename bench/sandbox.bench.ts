@@ -16,8 +16,9 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import type { PipelineSandbox } from "../shared/config/sandbox-types.ts";
 import { DEFAULT_SANDBOX_LIMITS } from "../shared/config/sandboxes.ts";
-import type { ConfigSnapshot, PipelineSandbox } from "../shared/config/types.ts";
+import type { ConfigSnapshot } from "../shared/config/types.ts";
 import { createLogger } from "../shared/logger.ts";
 import { workspacePaths } from "../shared/workspace-layout.ts";
 import {

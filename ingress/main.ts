@@ -7,7 +7,7 @@ import { readSecrets } from "../db/secrets.ts";
 import { configDirFrom, instanceKeyPath } from "../shared/config/dir.ts";
 import { formatProblems } from "../shared/config/format.ts";
 import { loadConfig } from "../shared/config/load.ts";
-import type { SecretSource } from "../shared/config/types.ts";
+import type { SecretSource } from "../shared/config/secret-source.ts";
 import { openKnowledgeForRole } from "../shared/knowledge/boot.ts";
 import { addLogFile, createLogger, LogFileError, type Logger } from "../shared/logger.ts";
 import { readInstanceKey } from "../shared/secrets/instance-key.ts";

@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { NextFunction, Request, Response } from "express";
 import type pg from "pg";
-import type { ConfigSnapshot, SecretSource } from "../shared/config/types.ts";
+import type { SecretSource } from "../shared/config/secret-source.ts";
+import type { ConfigSnapshot } from "../shared/config/types.ts";
 import type { Logger } from "../shared/logger.ts";
 import { ApiError } from "./api/errors.ts";
 import { createAccessControl } from "./auth/middleware.ts";

@@ -1,7 +1,8 @@
 import type { Request, Response } from "express";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
-import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
+import type { SecretSource } from "../../shared/config/secret-source.ts";
+import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Knowledge } from "../../shared/knowledge/service.ts";
 import type { Logger } from "../../shared/logger.ts";
 import type { Scope } from "../../shared/scopes.ts";

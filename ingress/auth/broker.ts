@@ -1,6 +1,7 @@
 import { createPublicKey, createSecretKey, type KeyObject } from "node:crypto";
 import { createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from "jose";
-import type { BrokerConfig, SecretSource } from "../../shared/config/types.ts";
+import type { SecretSource } from "../../shared/config/secret-source.ts";
+import type { BrokerConfig } from "../../shared/config/types.ts";
 import type { Principal } from "./principal.ts";
 
 /** A broker JWT whose `scope` claim is not a space-delimited string: refused on every route. */

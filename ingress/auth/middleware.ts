@@ -1,7 +1,8 @@
 import type { Request } from "express";
 import type pg from "pg";
 import { isLoopbackHost } from "../../shared/config/network.ts";
-import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
+import type { SecretSource } from "../../shared/config/secret-source.ts";
+import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { ApiError } from "../api/errors.ts";
 import {

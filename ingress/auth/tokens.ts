@@ -1,7 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type pg from "pg";
 import { findTokenByHash, hashToken } from "../../db/api_tokens.ts";
-import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
+import type { SecretSource } from "../../shared/config/secret-source.ts";
+import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import type { Principal } from "./principal.ts";
 

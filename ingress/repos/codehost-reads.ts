@@ -1,7 +1,8 @@
 import { Octokit } from "@octokit/core";
 import { paginateRest } from "@octokit/plugin-paginate-rest";
 import { retry } from "@octokit/plugin-retry";
-import type { ConfigSnapshot, SecretSource } from "../../shared/config/types.ts";
+import type { SecretSource } from "../../shared/config/secret-source.ts";
+import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { octokitLog } from "../../shared/octokit-log.ts";
 import { ApiError } from "../api/errors.ts";

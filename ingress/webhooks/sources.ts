@@ -1,4 +1,5 @@
-import type { SecretSource, VerifyKind, WebhookSource } from "../../shared/config/types.ts";
+import type { SecretSource } from "../../shared/config/secret-source.ts";
+import type { VerifyKind, WebhookSource } from "../../shared/config/types.ts";
 import { tokenDigest } from "./bearer.ts";
 
 export interface ReadySource {

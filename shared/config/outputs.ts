@@ -1,8 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax, quoted in messages
 import { checkKeys, duration, int, mapping, quote, str, type YamlMap } from "./read.ts";
+import type { SecretSource } from "./secret-source.ts";
 import { secretSource } from "./secrets.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
-import type { CodehostConfig, OutputBinding, SecretSource } from "./types.ts";
+import type { CodehostConfig, OutputBinding } from "./types.ts";
 
 /**
  * Readers for what publishing needs from daemon.yaml (`codehost`, `channels.chat.api_url`,

@@ -1,7 +1,5 @@
 import { isAbsolute, normalize } from "node:path";
 import { checkKeys, int, mapping, num, quote, str, strList, type YamlMap } from "./read.ts";
-import { secretSource } from "./secrets.ts";
-import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
 import type {
   EngineAddress,
   ImageVariant,
@@ -9,7 +7,9 @@ import type {
   SandboxLimits,
   SandboxMount,
   SandboxSettings,
-} from "./types.ts";
+} from "./sandbox-types.ts";
+import { secretSource } from "./secrets.ts";
+import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
 
 export const DEFAULT_ENGINE_SOCKET = "/var/run/docker.sock";
 export const DEFAULT_SANDBOX_USER = "1000:1000";

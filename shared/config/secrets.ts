@@ -1,6 +1,6 @@
 import { describe, isMapping, type YamlMap } from "./read.ts";
+import type { SecretSource } from "./secret-source.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
-import type { SecretSource } from "./types.ts";
 
 const ENV_REFERENCE = /\$\{([^}]*)\}/g;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

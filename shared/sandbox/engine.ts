@@ -1,5 +1,5 @@
 import Docker from "dockerode";
-import type { EngineAddress } from "../config/types.ts";
+import type { EngineAddress } from "../config/sandbox-types.ts";
 
 /** Errors that mean nothing answered at the engine's address (rather than the engine refusing a request). */
 const UNREACHABLE = new Set([

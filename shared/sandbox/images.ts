@@ -1,8 +1,9 @@
 import { readdir } from "node:fs/promises";
 import { join, relative } from "node:path";
 import type Docker from "dockerode";
+import type { ImageVariant, SandboxSettings } from "../config/sandbox-types.ts";
 import { DEFAULT_IMAGES } from "../config/sandboxes.ts";
-import type { ConfigSnapshot, ImageVariant, SandboxSettings } from "../config/types.ts";
+import type { ConfigSnapshot } from "../config/types.ts";
 import { followProgress, imageExists, type ProgressLine, pullImage, tagImage } from "./engine.ts";
 
 /** Where `svc image pull` gets one of the default images: `<registry>/agent:default`. */

@@ -1,5 +1,6 @@
+import type { SandboxSettings } from "../config/sandbox-types.ts";
 import { DEFAULT_SANDBOX_LIMITS, DEFAULT_SANDBOX_USER, engineFromEnvironment } from "../config/sandboxes.ts";
-import type { ConfigSnapshot, SandboxSettings } from "../config/types.ts";
+import type { ConfigSnapshot } from "../config/types.ts";
 
 /** The snapshot's `sandboxes:` block, or its defaults for a snapshot built without one. */
 export function sandboxSettings(config: Pick<ConfigSnapshot, "sandboxes">): SandboxSettings {

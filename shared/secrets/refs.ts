@@ -1,4 +1,4 @@
-import type { SecretSource } from "../config/types.ts";
+import type { SecretSource } from "../config/secret-source.ts";
 
 export interface StoredSecretRef {
   /** the stored secret's name, e.g. `webhook/github` */

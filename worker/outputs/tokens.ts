@@ -2,7 +2,8 @@ import { join } from "node:path";
 import type pg from "pg";
 import { readSecrets } from "../../db/secrets.ts";
 import { codehostPrincipalId } from "../../shared/config/outputs.ts";
-import type { ConfigSnapshot, Pipeline, SecretSource } from "../../shared/config/types.ts";
+import type { SecretSource } from "../../shared/config/secret-source.ts";
+import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { readInstanceKey } from "../../shared/secrets/instance-key.ts";
 import { PublishError } from "./attempt.ts";
 

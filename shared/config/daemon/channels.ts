@@ -1,8 +1,9 @@
 import { readChatApiUrl } from "../outputs.ts";
 import { checkKeys, quote, str, type YamlMap } from "../read.ts";
+import type { SecretSource } from "../secret-source.ts";
 import { secretSource } from "../secrets.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "../source.ts";
-import type { DaemonSettings, SecretSource } from "../types.ts";
+import type { DaemonSettings } from "../types.ts";
 import { child, entries } from "./read-helpers.ts";
 
 export function readChannels(f: ConfigFile, root: YamlMap): DaemonSettings["channels"] {

@@ -1,5 +1,6 @@
 import type Docker from "dockerode";
-import type { ConfigSnapshot, PipelineSandbox, SandboxSettings } from "../../../shared/config/types.ts";
+import type { PipelineSandbox, SandboxSettings } from "../../../shared/config/sandbox-types.ts";
+import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import type { Logger } from "../../../shared/logger.ts";
 import { engineLabel, openEngine } from "../../../shared/sandbox/engine.ts";
 import { sandboxSettings } from "../../../shared/sandbox/settings.ts";

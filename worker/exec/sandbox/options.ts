@@ -1,5 +1,5 @@
 import type Docker from "dockerode";
-import type { PipelineSandbox, SandboxSettings } from "../../../shared/config/types.ts";
+import type { PipelineSandbox, SandboxSettings } from "../../../shared/config/sandbox-types.ts";
 import type { Logger } from "../../../shared/logger.ts";
 import type { Workspace } from "../../../shared/workspace-layout.ts";
 import { CONTAINER_HOME, CONTAINER_PATHS } from "./paths.ts";
