@@ -1,4 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax, quoted in messages
+import { readAuthorList } from "./authors.ts";
 import { checkKeys, duration, int, mapping, quote, str, type YamlMap } from "./read.ts";
 import type { SecretSource } from "./secret-source.ts";
 import { secretSource } from "./secrets.ts";
@@ -15,6 +16,7 @@ export const DEFAULT_CHAT_API_URL = "https://slack.com/api/";
 export const DEFAULT_BREAKER_FAILURES = 5;
 export const DEFAULT_BREAKER_COOLDOWN_MS = 15 * 60_000;
 
+const BOT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]*(\[bot\])?$/;
 const PRINCIPAL_KEY = /^[A-Za-z0-9_.:-]+$/;
 
 function httpUrl(f: ConfigFile, obj: YamlMap, path: KeyPath, example: string): string | undefined {
@@ -39,7 +41,20 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
   if (root.codehost === undefined || root.codehost === null) return undefined;
   const raw = mapping(f, root.codehost, ["codehost"], " with api_url, token and principals");
   if (!raw) return undefined;
-  checkKeys(f, raw, ["codehost"], ["api_url", "token", "token_ref", "principals"]);
+  checkKeys(
+    f,
+    raw,
+    ["codehost"],
+    ["api_url", "token", "token_ref", "principals", "bot_name", "commands_from"],
+  );
+  const botName = str(f, raw, "bot_name", ["codehost"]);
+  if (botName !== undefined && !BOT_NAME.test(botName))
+    f.report(
+      ["codehost", "bot_name"],
+      "invalid_value",
+      `"codehost.bot_name" must be a login without "@" (letters, digits, "-", "_", "[bot]" allowed), e.g. svc-bot (got ${quote(botName)})`,
+    );
+  const commandsFrom = readAuthorList(f, raw, "commands_from", ["codehost"]);
   const apiUrl =
     httpUrl(f, raw, ["codehost"], "https://api.github.com or https://ghe.example.com/api/v3") ??
     DEFAULT_CODEHOST_API_URL;
@@ -81,7 +96,13 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
     });
     if (secret) principals[id] = { token: secret };
   }
-  return { apiUrl, ...(token ? { token } : {}), principals };
+  return {
+    apiUrl,
+    ...(token ? { token } : {}),
+    principals,
+    ...(botName && BOT_NAME.test(botName) ? { botName } : {}),
+    ...(commandsFrom ? { commandsFrom } : {}),
+  };
 }
 
 /** `channels.chat.api_url`: a Slack-compatible Web API base, with its trailing slash. */

@@ -1,4 +1,5 @@
 import { checkPipelineTools, readAgentAccess, readPipelineTools } from "./agent-tools.ts";
+import { readAuthorList } from "./authors.ts";
 import { checkPublishingIdentities } from "./outputs.ts";
 import { checkAgentAndSkills, readIdentity } from "./pipeline/agent-and-skills.ts";
 import { readArgs } from "./pipeline/args.ts";
@@ -42,6 +43,7 @@ const PIPELINE_KEYS = [
   "agent_access",
   "concurrency",
   "budget",
+  "authors",
 ];
 
 export function readPipeline(f: ConfigFile, name: string, data: unknown): PipelineDraft | undefined {
@@ -94,6 +96,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const agentAccess = readAgentAccess(f, root);
   const concurrency = readConcurrency(f, root);
   const budget = readBudget(f, root);
+  const authors = readAuthorList(f, root, "authors", []);
   if (sandbox && tools.length > 0)
     f.report(
       ["tools"],
@@ -129,6 +132,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     ...(agentAccess ? { agentAccess } : {}),
     ...(concurrency ? { concurrency } : {}),
     ...(budget ? { budget } : {}),
+    ...(authors ? { authors } : {}),
   };
 }
 

@@ -93,7 +93,20 @@ export type Target = CommandTarget | OpenAiTarget | AgentCliTarget;
 export interface EventMatcher {
   events: string[];
   repos: string[];
+  /** `{ command: <word> }`: fires on a pull request comment `@<bot> <word> ...` (worker/event/command.ts) */
+  command?: string;
 }
+
+/** GitHub's `author_association`, lower-cased; GitLab's access levels are mapped onto it. */
+export const AUTHOR_ASSOCIATIONS = [
+  "owner",
+  "member",
+  "collaborator",
+  "contributor",
+  "first_time_contributor",
+  "none",
+] as const;
+export type AuthorAssociation = (typeof AUTHOR_ASSOCIATIONS)[number];
 
 export interface PipelineTrigger {
   webhook: string[];
@@ -160,6 +173,8 @@ export interface Pipeline {
   tools?: string[];
   /** what an agent CLI's built-in tools may do (default `read`); svc's own tools are always allowed */
   agentAccess?: AgentAccess;
+  /** `authors`: who may start it; absent: outsiders start it only when it is sandboxed (worker/event/gates.ts) */
+  authors?: AuthorAssociation[];
   /** the most one invocation may spend on model calls, enforced by the worker's gateway */
   budget?: Budget;
   /** `concurrency:`: runs of one group never run at once (docs/worker.md, "Concurrency groups") */
@@ -270,6 +285,10 @@ export interface CodehostConfig {
   token?: SecretSource;
   /** `codehost.principals.<id>`, referenced by pipelines as `codehost.principal.<id>` */
   principals: Record<string, { token: SecretSource }>;
+  /** `codehost.bot_name`: the name comment commands address (`@<bot_name> <word>`); see botName */
+  botName?: string;
+  /** `codehost.commands_from`: author associations whose comment commands are taken */
+  commandsFrom?: AuthorAssociation[];
 }
 
 /** `log:` in daemon.yaml: winston's file transport beside stdout. */

@@ -9,11 +9,15 @@ export interface TriggerIdentity {
   repo: string;
   /** an eval run's replay (`POST /evals/run`) */
   evalRun?: boolean;
+  /** the word of the comment command the event carries (worker/event/command.ts) */
+  command?: string;
 }
 
-function matches(matchers: EventMatcher[], eventName: string, repo: string): boolean {
+function matches(matchers: EventMatcher[], eventName: string, repo: string, command?: string): boolean {
   return matchers.some(
     (matcher) =>
+      // a command matcher answers its word only, never the comment event as such
+      (matcher.command === undefined || matcher.command === command) &&
       matcher.events.some((event) => event === eventName || eventName.startsWith(`${event}.`)) &&
       (matcher.repos.length === 0 || matcher.repos.includes(repo)),
   );
@@ -24,6 +28,7 @@ function matches(matchers: EventMatcher[], eventName: string, repo: string): boo
  * - `webhook`: those whose `trigger.webhook` lists the route name;
  * - `codehost` / `tracker`: those whose matcher lists the event name (`pull_request.opened`) or its
  *   bare event (`pull_request` matches every action), narrowed to `repos` when a matcher names any;
+ *   a `{ command }` matcher only when the event is that comment command;
  * - `manual`: the pipeline named by `source`, triggered or not;
  * - `schedule`: the pipeline of the schedule named by `source` (`<pipeline>`, `<pipeline>-2` …);
  * - `replay` of an eval run: the pipeline named by `source`, whatever else the event would fire
@@ -38,7 +43,9 @@ export function matchPipelines(
     case "webhook":
       return all.filter((p) => p.trigger?.webhook.includes(trigger.source));
     case "codehost":
-      return all.filter((p) => p.trigger && matches(p.trigger.codehost, trigger.eventName, trigger.repo));
+      return all.filter(
+        (p) => p.trigger && matches(p.trigger.codehost, trigger.eventName, trigger.repo, trigger.command),
+      );
     case "tracker":
       return all.filter((p) => p.trigger && matches(p.trigger.tracker, trigger.eventName, trigger.repo));
     case "manual":

@@ -11,6 +11,8 @@ export interface ResolvedEvent {
   eventName: string;
   payload: unknown;
   context: EventContext;
+  /** the comment command that fired this run's pipeline (worker/event/command.ts, withCommand) */
+  command?: { word: string; args: string };
 }
 
 function isEmptyObject(value: unknown): boolean {

@@ -30,7 +30,7 @@ function readMatchers(f: ConfigFile, raw: YamlMap, key: "codehost" | "tracker"):
   const value = raw[key];
   const path = ["trigger", key];
   if (value === undefined || value === null) return [];
-  const shape = `"trigger.${key}" must be a list of event names (e.g. [pull_request.opened]) or { events: [...], repos: [owner/name, ...] }`;
+  const shape = `"trigger.${key}" must be a list of event names (e.g. [pull_request.opened]) or { events: [...], repos: [owner/name, ...] }${key === "codehost" ? " or { command: <word> }" : ""}`;
   const items = Array.isArray(value) ? value : [value];
   const matchers: EventMatcher[] = [];
   const bare: string[] = [];
@@ -38,6 +38,9 @@ function readMatchers(f: ConfigFile, raw: YamlMap, key: "codehost" | "tracker"):
     const itemPath: KeyPath = Array.isArray(value) ? [...path, index] : path;
     if (typeof item === "string" && item.trim() !== "") {
       bare.push(item);
+    } else if (isMapping(item) && key === "codehost" && "command" in item) {
+      const command = readCommand(f, item, itemPath);
+      if (command) matchers.push(command);
     } else if (isMapping(item)) {
       checkKeys(f, item, itemPath, ["events", "repos"]);
       const events = strList(f, item, "events", itemPath, {
@@ -66,6 +69,36 @@ function readMatchers(f: ConfigFile, raw: YamlMap, key: "codehost" | "tracker"):
   });
   if (bare.length) matchers.unshift({ events: bare, repos: [] });
   return matchers;
+}
+
+/** Words svc answers itself (worker/event/command.ts): a pipeline cannot take them. */
+export const BUILT_IN_COMMANDS = ["pause", "resume"];
+const COMMAND_WORD = /^[a-z][a-z0-9_-]*$/;
+/** The events a comment command arrives in: a GitHub pull request comment, a GitLab note. */
+export const COMMAND_EVENTS = ["issue_comment.created", "note"];
+
+/** `{ command: <word>, repos? }`: fires on `@<bot_name> <word> ...` commented on a pull request. */
+function readCommand(f: ConfigFile, item: YamlMap, path: KeyPath): EventMatcher | undefined {
+  checkKeys(f, item, path, ["command", "repos"]);
+  const word = typeof item.command === "string" ? item.command : undefined;
+  if (!word || !COMMAND_WORD.test(word)) {
+    f.report(
+      [...path, "command"],
+      "invalid_value",
+      `"${formatPath([...path, "command"])}" must be one lower-case word, e.g. command: review (got ${quote(item.command)})`,
+    );
+    return undefined;
+  }
+  if (BUILT_IN_COMMANDS.includes(word)) {
+    f.report(
+      [...path, "command"],
+      "invalid_value",
+      `command ${quote(word)} is svc's own (pause and resume stop and restart a pull request's automatic runs) - choose another word`,
+    );
+    return undefined;
+  }
+  const repos = strList(f, item, "repos", path) ?? [];
+  return { events: COMMAND_EVENTS, repos, command: word };
 }
 
 export function checkTriggerSources(f: ConfigFile, draft: PipelineDraft, daemon: DaemonSettings): void {

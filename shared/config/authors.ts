@@ -1,0 +1,37 @@
+import { quote, strList, type YamlMap } from "./read.ts";
+import type { ConfigFile, KeyPath } from "./source.ts";
+import { AUTHOR_ASSOCIATIONS, type AuthorAssociation, type CodehostConfig } from "./types.ts";
+
+/** Who may give comment commands when `codehost.commands_from` is not set. */
+export const DEFAULT_COMMANDS_FROM: readonly AuthorAssociation[] = ["owner", "member", "collaborator"];
+
+/**
+ * The name comment commands address (`@<name> <word>`). The seam for the GitHub App identity: when
+ * `codehost.app` exists its slug becomes the default here; until then `codehost.bot_name ?? "svc"`.
+ */
+export function botName(config: { codehost?: Pick<CodehostConfig, "botName"> }): string {
+  return config.codehost?.botName ?? "svc";
+}
+
+/** A list of author associations (`authors`, `codehost.commands_from`): each one of AUTHOR_ASSOCIATIONS. */
+export function readAuthorList(
+  f: ConfigFile,
+  obj: YamlMap,
+  key: string,
+  path: KeyPath,
+): AuthorAssociation[] | undefined {
+  const list = strList(f, obj, key, path);
+  if (!list) return undefined;
+  const known = new Set<string>(AUTHOR_ASSOCIATIONS);
+  let valid = true;
+  list.forEach((item, index) => {
+    if (known.has(item)) return;
+    valid = false;
+    f.report(
+      [...path, key, index],
+      "invalid_value",
+      `author ${quote(item)} is not an author association - use ${AUTHOR_ASSOCIATIONS.join(", ")}`,
+    );
+  });
+  return valid ? (list as AuthorAssociation[]) : undefined;
+}
