@@ -11,6 +11,11 @@ export const DIAGNOSTIC_CODES = {
   /** @deprecated kept so old records and filters still resolve; new records use unknown_policy_reference */
   unknown_protocol_reference: "deprecated spelling of unknown_policy_reference",
   no_matching_pipeline: "the trigger fired no pipeline",
+  paused: "the pull request is paused by a comment command: no automatic run (or the pause command itself)",
+  resumed: "a resume comment command restarted the pull request's automatic runs",
+  command_not_allowed: "a comment command by an author outside codehost.commands_from: no run",
+  author_not_allowed:
+    "the event's author may not start the pipelines it matched (authors, or an outsider's or fork's pull request and an unsandboxed pipeline)",
   setup_failed: "a setup step exited non-zero",
   result_invalid: "the agent's result does not match result.schema",
   worker_lost: "the worker running the invocation stopped before it finished",

@@ -27,6 +27,8 @@ import type { CredentialSecrets } from "../credentials/secrets.ts";
 import { concurrencyGroup } from "../event/group.ts";
 import { type ResolvedEvent, resolveEvent } from "../event/resolve.ts";
 import { noMatch, pipelinesFor, unknownReference } from "./dispatch-match.ts";
+import { type CommandReaction, postReaction } from "../outputs/reactions.ts";
+import { admit, type Gated } from "./admission.ts";
 import { laneFor } from "./lanes.ts";
 import { type Instant, type Lease, laneLeaseOptions, NEVER, takeLeases } from "./run-leases.ts";
 
@@ -54,14 +56,20 @@ export type DispatchOutcome =
   | { kind: "missing" }
   | { kind: "already" }
   | { kind: "discarded"; diagnostic: Diagnostic }
-  | { kind: "none"; diagnostic: Diagnostic }
-  | {
+  | ({ kind: "none"; diagnostic: Diagnostic } & Admitted)
+  | ({
       kind: "dispatched";
       created: CreatedInvocation[];
       claimed: ClaimedRun | undefined;
       /** the invocations of its concurrency groups it superseded (held elsewhere: told to stop after the commit) */
       superseded: SupersededRun[];
-    };
+    } & Admitted);
+
+/** What admission (worker/queue/admission.ts) leaves to say after the commit. */
+interface Admitted {
+  gated: Gated | null;
+  reaction: CommandReaction | null;
+}
 
 /**
  * How many runs a dispatch batch may still create held by `workerId` (its free slots): the first
@@ -200,14 +208,17 @@ async function dispatchTrigger(
   if (!trigger) return { kind: "missing" };
   if (trigger.status !== "queued" || trigger.has_workloads) return { kind: "already" };
   const event = resolved ?? (await resolveEvent(client, trigger));
-  const pipelines = pipelinesFor(deps.config, event, trigger.eval_run_id !== null);
+  const admission = await admit(deps.config, client, event, trigger.eval_run_id !== null);
+  const { gated, reaction } = admission;
+  if (admission.kind === "stop") return { kind: "none", diagnostic: admission.diagnostic, gated, reaction };
+  const { pipelines } = admission;
   const unknown = unknownReference(deps.config, pipelines, event.context);
   if (unknown) return { kind: "discarded", diagnostic: unknown };
-  if (pipelines.length === 0) return { kind: "none", diagnostic: noMatch(event) };
+  if (pipelines.length === 0) return { kind: "none", diagnostic: noMatch(event), gated, reaction };
   const claimFor = claims.left > 0 ? claims.workerId : undefined;
   const run = await createRun(deps, client, { trigger, event, pipelines, claimFor }, batch);
   if (run.claimed) claims.left -= 1;
-  return { kind: "dispatched", ...run };
+  return { kind: "dispatched", ...run, gated, reaction };
 }
 
 /**
@@ -345,6 +356,15 @@ export function afterDispatch(
   outcome: DispatchOutcome,
 ): ClaimedRun | undefined {
   const { logger } = deps;
+  if ((outcome.kind === "none" || outcome.kind === "dispatched") && outcome.gated)
+    logger.info("pipelines gated by the event's author", {
+      event: "dispatch.gated",
+      trigger: triggerId,
+      pipelines: outcome.gated.pipelines,
+      gate: outcome.gated.gate,
+    });
+  if ((outcome.kind === "none" || outcome.kind === "dispatched") && outcome.reaction)
+    void postReaction(deps, outcome.reaction);
   switch (outcome.kind) {
     case "missing":
       logger.warn("dispatch job names no trigger", { event: "dispatch.missing_trigger", trigger: triggerId });
@@ -357,7 +377,11 @@ export function afterDispatch(
       });
       break;
     case "none":
-      logger.info("trigger fired no pipeline", { event: "trigger.no_matching_pipeline", trigger: triggerId });
+      logger.info("trigger fired no pipeline", {
+        event: "trigger.no_matching_pipeline",
+        trigger: triggerId,
+        code: outcome.diagnostic.code,
+      });
       break;
     case "dispatched":
       // after the commit, never inside it (see wakeWorkers): the lane's workers look at once

@@ -33,7 +33,12 @@ export function agentPrompt(run: RunState): Prompt {
     pipeline,
     agent,
     skill,
-    event: { name: run.event.eventName, source: run.event.kind, payload: run.event.payload },
+    event: {
+      name: run.event.eventName,
+      source: run.event.kind,
+      payload: run.event.payload,
+      ...(run.event.command ? { command: run.event.command } : {}),
+    },
     knowledge: run.knowledge,
     ...(pipeline.concurrency ? { previousSha: run.previousSha } : {}),
   });

@@ -14,6 +14,8 @@ export interface RunEnvironmentInput {
   pipeline: Pick<Pipeline, "env">;
   /** the head the concurrency group's last completed run reviewed, if an ancestor of SHA (previous-head.ts) */
   previousSha?: string;
+  /** the rest of a comment command's line (`@svc review <args>`), when a command fired the run */
+  commandArgs?: string;
 }
 
 /**
@@ -38,6 +40,7 @@ export function runEnvironment(input: RunEnvironmentInput): Record<string, strin
     EVENT_SOURCE: input.eventSource,
     PAYLOAD_JSON: JSON.stringify(input.payload ?? null),
     PREVIOUS_SHA: input.previousSha ?? "",
+    ...(input.commandArgs !== undefined ? { COMMAND_ARGS: input.commandArgs } : {}),
   };
 }
 
@@ -59,6 +62,7 @@ export function eventEnvironment(
     payload: event.payload,
     pipeline,
     previousSha,
+    ...(event.command ? { commandArgs: event.command.args } : {}),
   });
 }
 

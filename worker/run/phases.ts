@@ -1,4 +1,5 @@
 import { recordInvocationKnowledge } from "../../db/invocation-knowledge.ts";
+import { withCommand } from "../event/command.ts";
 import { eventOfRun } from "../event/resolve.ts";
 import type { RunEngines } from "../exec/engine.ts";
 import { openSandbox } from "../exec/sandbox/engine.ts";
@@ -22,7 +23,7 @@ import { checkOutEvent, emptyAgentDir } from "./workspace.ts";
  * checked with its end) → outputs. Each phase returns how the run ended if it ended there.
  */
 export async function runInvocation(deps: RunDeps, input: RunInput): Promise<RunEnd> {
-  const event = await eventOfRun(deps.records, input);
+  const event = withCommand(await eventOfRun(deps.records, input), deps.config, input.pipeline);
   // an open circuit breaker holds the run; the pipeline's own events are not answered (docs/outputs.md)
   const gate = await runGate(deps, input.pipeline, input.invocationId, event);
   if (gate === "wait") return { kind: "released", credentials: true };

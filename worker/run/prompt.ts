@@ -14,7 +14,7 @@ export interface PromptInput {
   pipeline: Pipeline;
   agent?: string;
   skill?: string;
-  event: { name: string; source: string; payload: unknown };
+  event: { name: string; source: string; payload: unknown; command?: { word: string; args: string } };
   /** retrieved passages (delivery `prompt`) as a `## Knowledge` section within its budget, or where to look */
   knowledge?: RunKnowledge;
   /**
@@ -48,7 +48,7 @@ export function assemblePrompt(input: PromptInput): Prompt {
   for (const skill of skills) sections.push(`# Skill: ${skill.name}\n\n${skill.body.trim()}`);
   const user = [`# Instructions\n\n${pipeline.instructions.trim()}`];
   user.push(
-    `# Event\n\nname: ${input.event.name}\nsource: ${input.event.source}\n\n\`\`\`json\n${JSON.stringify(input.event.payload ?? null, null, 2)}\n\`\`\``,
+    `# Event\n\nname: ${input.event.name}\nsource: ${input.event.source}\n${commandLines(input.event.command)}\n\`\`\`json\n${JSON.stringify(input.event.payload ?? null, null, 2)}\n\`\`\``,
   );
   if (input.previousSha !== undefined) user.push(sinceSection(input.previousSha));
   const knowledge = knowledgeSection(input.knowledge?.passages ?? []);
@@ -67,6 +67,11 @@ function sinceSection(previousSha: string): string {
   return previousSha
     ? `# Since the last review\n\nThe last completed run of this concurrency group reviewed ${previousSha}, an ancestor of this head ($PREVIOUS_SHA): review only what changed since it (\`git diff ${previousSha} HEAD\`).`
     : "# Since the last review\n\nNo earlier completed run of this concurrency group reviewed an ancestor of this head ($PREVIOUS_SHA is empty): review everything.";
+}
+
+/** A comment command's word and arguments, as the run's COMMAND_ARGS carries them. */
+function commandLines(command: { word: string; args: string } | undefined): string {
+  return command ? `command: ${command.word}\ncommand args: ${JSON.stringify(command.args)}\n` : "";
 }
 
 /** The command runtime has one channel, stdin: the system part first, then the request. */

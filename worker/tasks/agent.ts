@@ -6,6 +6,7 @@ import { codehostPrincipalId } from "../../shared/config/outputs.ts";
 import type { Pipeline, Target } from "../../shared/config/types.ts";
 import type { Diagnostic } from "../../shared/diagnostics.ts";
 import type { Workspace } from "../../shared/workspace-layout.ts";
+import { withCommand } from "../event/command.ts";
 import { eventOfRun, type ResolvedEvent } from "../event/resolve.ts";
 import { secretValue } from "../outputs/tokens.ts";
 import { withDeadline } from "../run/deadline.ts";
@@ -49,7 +50,7 @@ export interface TaskRun {
  */
 export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd> {
   const { task, workload, pipeline, paths } = run;
-  const event = await eventOfRun(deps.records, { workload, pipeline });
+  const event = withCommand(await eventOfRun(deps.records, { workload, pipeline }), deps.config, pipeline);
   const cloneFailure = await checkOutEvent(deps.config, paths, event.context, " for the task");
   if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
   const identity = await identityEnv(deps, pipeline, task);
@@ -154,7 +155,12 @@ function taskPrompt(deps: RunDeps, pipeline: Pipeline, task: OrchestratedTask, e
     },
     ...(pipeline.agent ? { agent: pipeline.agent } : {}),
     ...(spec.skill ? { skill: spec.skill } : {}),
-    event: { name: event.eventName, source: event.kind, payload: event.payload },
+    event: {
+      name: event.eventName,
+      source: event.kind,
+      payload: event.payload,
+      ...(event.command ? { command: event.command } : {}),
+    },
   });
   const ending =
     "# Result\n\nYou are one task of an orchestrated run. End with one JSON object holding your findings: it goes back to the orchestrator, which combines the tasks' results.";

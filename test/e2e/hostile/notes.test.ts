@@ -175,6 +175,8 @@ worker:
 agent: helper
 trigger:
   codehost: [pull_request.opened]
+# unsandboxed and open to a stranger's fork on purpose: what its run writes is what is under test
+authors: [owner, member, collaborator, contributor, first_time_contributor, none]
 targets: [noter]
 instructions: review the pull request
 `,

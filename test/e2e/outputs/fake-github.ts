@@ -9,7 +9,8 @@ import { answerGraphql, type FakeThread } from "./fake-github-graphql.ts";
  * Issue comments can be edited (`PATCH .../issues/comments/{id}`); a review's inline comments become
  * review comments, listed with replies by `GET .../pulls/{n}/comments`, each opening a review thread
  * that the GraphQL endpoint lists and resolves; `pushFiles` changes a pull request's diff, and the
- * comments whose lines changed become outdated (`line: null`), as on GitHub.
+ * comments whose lines changed become outdated (`line: null`), as on GitHub. Reactions can be
+ * added to an issue comment the fake holds (`POST .../issues/comments/{id}/reactions`).
  */
 export interface Recorded {
   method: string;
@@ -34,6 +35,8 @@ export interface FakeGitHub {
   /** review comments (a review's inline comments and replies) by `owner/repo#number` */
   reviewComments: Map<string, Posted[]>;
   threads: FakeThread[];
+  /** reactions on issue comments: comment id → the reactions posted to it, with who posted them */
+  reactions: Map<number, { content: string; user: string }[]>;
   files: Map<string, { filename: string; status: string; patch?: string }[]>;
   /** a push: the pull request's new diff; review comments whose line's text changed become outdated */
   pushFiles(thread: string, files: { filename: string; status: string; patch?: string }[]): void;
@@ -95,6 +98,7 @@ export async function startFakeGitHub(options: {
     replies: new Map<string, Posted[]>(),
     reviewComments: new Map<string, Posted[]>(),
     threads: [] as FakeThread[],
+    reactions: new Map<number, { content: string; user: string }[]>(),
     files: new Map<string, { filename: string; status: string; patch?: string }[]>(),
   };
   const userIds = new Map(Object.values(options.users).map((login, index) => [login, 100 + index]));
@@ -171,6 +175,33 @@ export async function startFakeGitHub(options: {
       const pulls = new Set([...state.files.keys(), ...state.reviewComments.keys()]);
       const answer = answerGraphql(state.threads, pulls, body);
       return send(res, answer.status, answer.body);
+    }
+    const reaction = /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)\/reactions$/.exec(url.pathname);
+    if (reaction && req.method === "POST") {
+      const docs = `${DOCS}/reactions/reactions#create-reaction-for-an-issue-comment`;
+      const id = Number(reaction[3]);
+      const exists = [...state.comments.entries()].some(
+        ([thread, comments]) =>
+          thread.startsWith(`${reaction[1]}/${reaction[2]}#`) && comments.some((c) => c.id === id),
+      );
+      if (!exists) return send(res, 404, { message: "Not Found", documentation_url: docs, status: "404" });
+      const content = (body as { content?: unknown })?.content;
+      const allowed = ["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"];
+      if (typeof content !== "string" || !allowed.includes(content))
+        return send(res, 422, {
+          message: "Validation Failed",
+          errors: [{ resource: "Reaction", field: "content", code: "invalid" }],
+          documentation_url: docs,
+          status: "422",
+        });
+      const list = state.reactions.get(id) ?? [];
+      const again = list.find((r) => r.content === content && r.user === login);
+      nextId += 1;
+      const made = { id: nextId, content, user: { login, id: userIds.get(login) ?? 0 } };
+      if (!again) list.push({ content, user: login });
+      state.reactions.set(id, list);
+      // GitHub answers 200 when this user already reacted so, 201 when the reaction is new
+      return send(res, again ? 200 : 201, made);
     }
     const edit = /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/.exec(url.pathname);
     if (edit) {

@@ -18,9 +18,15 @@ export const PR_PAYLOAD = JSON.parse(
 export const THREAD = `${PR_PAYLOAD.repository.full_name}#${PR_PAYLOAD.number}`;
 
 /** Posts a `pull_request` delivery signed as the code host signs it; the ingress's answer. */
-export async function postSignedPullRequest(
+export function postSignedPullRequest(url: string, secret: string, payload: unknown): Promise<Response> {
+  return postSignedDelivery(url, secret, "pull_request", payload);
+}
+
+/** Posts a delivery of `event` (X-GitHub-Event) signed as the code host signs it; the ingress's answer. */
+export async function postSignedDelivery(
   url: string,
   secret: string,
+  event: string,
   payload: unknown,
 ): Promise<Response> {
   const body = JSON.stringify(payload);
@@ -28,7 +34,7 @@ export async function postSignedPullRequest(
     method: "POST",
     headers: {
       "content-type": "application/json",
-      "x-github-event": "pull_request",
+      "x-github-event": event,
       "x-github-delivery": crypto.randomUUID(),
       "x-hub-signature-256": await sign(secret, body),
     },

@@ -1,0 +1,46 @@
+import type pg from "pg";
+import type { ConfigSnapshot } from "../../shared/config/types.ts";
+import type { Logger } from "../../shared/logger.ts";
+import { codehostClient } from "./codehost.ts";
+import { secretValue } from "./tokens.ts";
+
+/** svc's answer to a comment command: 👀 taken, 👎 refused. */
+export interface CommandReaction {
+  repo: string;
+  commentId: number;
+  content: "eyes" | "-1";
+}
+
+/**
+ * Reacts to a command's comment as the default code-host identity, after the dispatch that judged
+ * it committed. Best effort: the command was already taken or refused and recorded on its trigger,
+ * so a reaction that fails is logged (without the token) and not retried.
+ */
+export async function postReaction(
+  deps: { pool: pg.Pool; config: Readonly<ConfigSnapshot>; logger: Logger },
+  reaction: CommandReaction,
+): Promise<void> {
+  const codehost = deps.config.codehost;
+  if (!codehost?.token) return;
+  const [owner, repo] = reaction.repo.split("/");
+  if (!owner || !repo) return;
+  try {
+    const token = await secretValue(codehost.token, deps.pool, deps.config);
+    const client = codehostClient({ apiUrl: codehost.apiUrl, token, logger: deps.logger });
+    await client.request("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", {
+      owner,
+      repo,
+      comment_id: reaction.commentId,
+      content: reaction.content,
+    });
+  } catch (error) {
+    const status = (error as { status?: unknown }).status;
+    deps.logger.warn("reaction to a comment command failed", {
+      event: "command.reaction_failed",
+      repo: reaction.repo,
+      comment: reaction.commentId,
+      content: reaction.content,
+      ...(typeof status === "number" ? { status } : {}),
+    });
+  }
+}
