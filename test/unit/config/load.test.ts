@@ -55,6 +55,12 @@ describe("loadConfig on the reference configuration", () => {
       taskTimeoutMs: 15 * 60_000,
       timeoutMs: 45 * 60_000,
     });
+    // a member can ask for the review from the pull request: "@svc review ..."
+    expect(config.pipelines["pr-review"]!.trigger?.codehost).toContainEqual({
+      events: ["issue_comment.created", "note"],
+      repos: [],
+      command: "review",
+    });
     // the lint tool runs the operator's own biome on a path resolved inside the worktree, never npx
     expect(config.hostTools.lint).toMatchObject({
       input: { path: { type: "path", required: true } },
