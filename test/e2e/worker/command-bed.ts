@@ -11,7 +11,8 @@ import { type RoleProcess, startIngress, startWorkerProcess, writeConfigDir } fr
 /**
  * A real ingress and worker on a fresh database taking signed GitHub deliveries (pull requests and
  * their comments), with the loopback GitHub fake as the code host svc reacts on. The agent is a
- * `command` target that answers with what its run was given: COMMAND_ARGS and the event name.
+ * `command` target that answers with what its run was given: COMMAND_ARGS (its environment's and
+ * its prompt's) and the event name.
  */
 const ROOT = join(import.meta.dirname, "../../..");
 export const GITHUB_SECRET = "e2e-commands-github-secret";
@@ -36,8 +37,13 @@ export const REPO = PR.repository.full_name;
 
 /** Answers with what the run gave it; a run reaching it is a run that started. */
 const ECHO_AGENT = `#!/usr/bin/env node
-require("node:fs").readFileSync(0, "utf8");
-console.log(JSON.stringify({ command_args: process.env.COMMAND_ARGS ?? null, event: process.env.EVENT_NAME }));
+const prompt = require("node:fs").readFileSync(0, "utf8");
+const inPrompt = /^command args: (.*)$/m.exec(prompt);
+console.log(JSON.stringify({
+  command_args: process.env.COMMAND_ARGS ?? null,
+  prompt_command_args: inPrompt ? JSON.parse(inPrompt[1]) : null,
+  event: process.env.EVENT_NAME,
+}));
 `;
 
 export type Association =

@@ -37,7 +37,11 @@ describe("comment commands: @svc <word>, pause and resume (real ingress, worker,
     expect((await waitForTrigger(bed.pool, trigger)).status).toBe("completed");
     const { workloads, invocations } = await lineage(bed.pool, trigger);
     expect(workloads.map((w) => w.pipeline)).toEqual(["review-on-request"]);
-    expect(invocations[0].result).toEqual({ command_args: "please", event: "issue_comment.created" });
+    expect(invocations[0].result).toEqual({
+      command_args: "please",
+      prompt_command_args: "please",
+      event: "issue_comment.created",
+    });
     expect(await reactions(commentId, 1)).toEqual(["eyes"]);
   });
 
@@ -88,6 +92,7 @@ describe("comment commands: @svc <word>, pause and resume (real ingress, worker,
     expect((await waitForTrigger(bed.pool, asked.trigger)).status).toBe("completed");
     expect((await lineage(bed.pool, asked.trigger)).invocations[0].result).toEqual({
       command_args: "",
+      prompt_command_args: "",
       event: "issue_comment.created",
     });
 
@@ -104,6 +109,13 @@ describe("comment commands: @svc <word>, pause and resume (real ingress, worker,
 
     const after = await bed.pullRequest(14, "synchronize", { association: "MEMBER" });
     expect((await waitForTrigger(bed.pool, after)).status).toBe("completed");
-    expect((await lineage(bed.pool, after)).workloads.map((w) => w.pipeline)).toEqual(["auto-review"]);
+    const automatic = await lineage(bed.pool, after);
+    expect(automatic.workloads.map((w) => w.pipeline)).toEqual(["auto-review"]);
+    // a run no command fired has no COMMAND_ARGS, in its environment or its prompt
+    expect(automatic.invocations[0].result).toEqual({
+      command_args: null,
+      prompt_command_args: null,
+      event: "pull_request.synchronize",
+    });
   });
 });
