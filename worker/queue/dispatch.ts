@@ -26,9 +26,9 @@ import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
 import { concurrencyGroup } from "../event/group.ts";
 import { type ResolvedEvent, resolveEvent } from "../event/resolve.ts";
-import { noMatch, pipelinesFor, unknownReference } from "./dispatch-match.ts";
 import { type CommandReaction, postReaction } from "../outputs/reactions.ts";
 import { admit, type Gated } from "./admission.ts";
+import { noMatch, pipelinesFor, unknownReference } from "./dispatch-match.ts";
 import { laneFor } from "./lanes.ts";
 import { type Instant, type Lease, laneLeaseOptions, NEVER, takeLeases } from "./run-leases.ts";
 
