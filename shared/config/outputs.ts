@@ -1,10 +1,11 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax, quoted in messages
 import { readAuthorList } from "./authors.ts";
+import { readCodehostApp } from "./codehost-app.ts";
 import { checkKeys, duration, int, mapping, quote, str, type YamlMap } from "./read.ts";
 import type { SecretSource } from "./secret-source.ts";
 import { secretSource } from "./secrets.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
-import type { CodehostConfig, OutputBinding } from "./types.ts";
+import type { CodehostApp, CodehostConfig, CodehostCredential, OutputBinding } from "./types.ts";
 
 /**
  * Readers for what publishing needs from daemon.yaml (`codehost`, `channels.chat.api_url`,
@@ -36,7 +37,7 @@ function httpUrl(f: ConfigFile, obj: YamlMap, path: KeyPath, example: string): s
   return undefined;
 }
 
-/** `codehost: { api_url, token | token_ref, principals: { <id>: { token | token_ref } } }` */
+/** `codehost: { api_url, token | token_ref | app, principals: { <id>: { token | token_ref | app } } }` */
 export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | undefined {
   if (root.codehost === undefined || root.codehost === null) return undefined;
   const raw = mapping(f, root.codehost, ["codehost"], " with api_url, token and principals");
@@ -45,7 +46,7 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
     f,
     raw,
     ["codehost"],
-    ["api_url", "token", "token_ref", "principals", "bot_name", "commands_from"],
+    ["api_url", "token", "token_ref", "app", "principals", "bot_name", "commands_from"],
   );
   const botName = str(f, raw, "bot_name", ["codehost"]);
   if (botName !== undefined && !BOT_NAME.test(botName))
@@ -59,6 +60,14 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
     httpUrl(f, raw, ["codehost"], "https://api.github.com or https://ghe.example.com/api/v3") ??
     DEFAULT_CODEHOST_API_URL;
   const hasToken = raw.token != null || raw.token_ref != null;
+  if (hasToken && raw.app != null) {
+    f.report(
+      ["codehost", "app"],
+      "secret_source_conflict",
+      '"codehost" sets both a token and an app - keep one: "app" (a GitHub App, recommended) or "token"',
+    );
+    return undefined;
+  }
   const token = hasToken
     ? secretSource(f, raw, ["codehost"], {
         secretKey: "token",
@@ -66,7 +75,11 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
         expectedRef: "codehost/default",
       })
     : undefined;
-  const principals: Record<string, { token: SecretSource }> = {};
+  const app: CodehostApp | undefined =
+    raw.app != null
+      ? readCodehostApp(f, raw.app, ["codehost", "app"], "codehost/app-private-key")
+      : undefined;
+  const principals: Record<string, CodehostCredential> = {};
   const list =
     raw.principals == null
       ? {}
@@ -86,9 +99,32 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
       );
       continue;
     }
-    const spec = mapping(f, entry, path, " such as { token: ${REVIEWER_BOT_TOKEN} }");
+    const spec = mapping(
+      f,
+      entry,
+      path,
+      " such as { token: ${REVIEWER_BOT_TOKEN} } or { app: { id, private_key } }",
+    );
     if (!spec) continue;
-    checkKeys(f, spec, path, ["token", "token_ref"]);
+    checkKeys(f, spec, path, ["token", "token_ref", "app"]);
+    if (spec.app != null) {
+      if (spec.token != null || spec.token_ref != null) {
+        f.report(
+          path,
+          "secret_source_conflict",
+          `"${formatPath(path)}" sets both a token and an app - keep one`,
+        );
+        continue;
+      }
+      const principalApp = readCodehostApp(
+        f,
+        spec.app,
+        [...path, "app"],
+        `codehost/principal/${id}/app-private-key`,
+      );
+      if (principalApp) principals[id] = { app: principalApp };
+      continue;
+    }
     const secret = secretSource(f, spec, path, {
       secretKey: "token",
       refKey: "token_ref",
@@ -99,6 +135,7 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
   return {
     apiUrl,
     ...(token ? { token } : {}),
+    ...(app ? { app } : {}),
     principals,
     ...(botName && BOT_NAME.test(botName) ? { botName } : {}),
     ...(commandsFrom ? { commandsFrom } : {}),
@@ -151,12 +188,12 @@ export function checkPublishingIdentities(
     .map(([key]) => key);
   if (codehostKeys.length === 0) return;
   const bound = draft.principal ? codehostPrincipalId(draft.principals[draft.principal]) : undefined;
-  if (bound !== undefined || codehost?.token) return;
+  if (bound !== undefined || codehost?.token || codehost?.app) return;
   for (const key of codehostKeys) {
     f.report(
       ["outputs", key, "handler"],
       "codehost_identity_missing",
-      `"outputs.${key}" publishes through ${draft.outputs[key]!.handler}, but there is no code-host identity to post as - add "codehost: { token: \${ENV_NAME} }" to daemon.yaml, or bind "principal:" to a codehost.principal.<id> of "codehost.principals"`,
+      `"outputs.${key}" publishes through ${draft.outputs[key]!.handler}, but there is no code-host identity to post as - add "codehost: { app: { id: <App ID>, private_key: \${GITHUB_APP_PRIVATE_KEY} } }" (a GitHub App) or "codehost: { token: \${ENV_NAME} }" to daemon.yaml, or bind "principal:" to a codehost.principal.<id> of "codehost.principals"`,
     );
   }
 }

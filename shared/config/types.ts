@@ -278,13 +278,28 @@ export interface HostTool {
   env: Record<string, string>;
 }
 
+/** `codehost.app` / `codehost.principals.<id>.app`: a GitHub App acting through installation tokens. */
+export interface CodehostApp {
+  /** the App's numeric id (the JWT's issuer) */
+  id: number;
+  /** the App's PEM private key */
+  privateKey: SecretSource;
+}
+
+/** One identity: a long-lived token, or a GitHub App. Exactly one of the two. */
+export type CodehostCredential =
+  | { token: SecretSource; app?: undefined }
+  | { app: CodehostApp; token?: undefined };
+
 /** `codehost` in daemon.yaml: the API outputs are posted to and the identities posting. */
 export interface CodehostConfig {
   apiUrl: string;
   /** the default identity, used when a pipeline binds no code-host principal */
   token?: SecretSource;
+  /** the default identity as a GitHub App; exclusive with `token` */
+  app?: CodehostApp;
   /** `codehost.principals.<id>`, referenced by pipelines as `codehost.principal.<id>` */
-  principals: Record<string, { token: SecretSource }>;
+  principals: Record<string, CodehostCredential>;
   /** `codehost.bot_name`: the name comment commands address (`@<bot_name> <word>`); see botName */
   botName?: string;
   /** `codehost.commands_from`: author associations whose comment commands are taken */

@@ -49,7 +49,7 @@ export async function announceProgress(
     try {
       // a progress note is about the triggering pull request; an event about none gets none
       const ref = pullRef(event);
-      const codehost = await codehostPublisher(deps, pipeline);
+      const codehost = await codehostPublisher(deps, pipeline, `${ref.owner}/${ref.repo}`);
       const write = { pipeline: pipeline.name, ref, key, invocation: invocationId, sha };
       await writeSticky(deps.pool, codehost, write, stickyBody(text, stamp, key), "progress");
     } catch (error) {
@@ -93,7 +93,7 @@ export async function noteRunEnd(
         status,
         diagnostic,
       });
-      const codehost = await codehostPublisher(deps, pipeline);
+      const codehost = await codehostPublisher(deps, pipeline, row.repo);
       const write = {
         pipeline: pipeline.name,
         ref,

@@ -16,7 +16,7 @@ import type { PublishDeps } from "./publish-deps.ts";
 import { footerLine, renderMentions, type Stamp, stampBody } from "./render.ts";
 import { reviewWork, type Work } from "./review.ts";
 import { stickyBody, writeSticky } from "./sticky.ts";
-import { codehostIdentity, secretValue } from "./tokens.ts";
+import { codehostIdentity, identityToken, secretValue } from "./tokens.ts";
 
 export type { PublishDeps };
 
@@ -102,7 +102,9 @@ async function publishOne(
   if (binding.handler === "chat.message") {
     return [await run(await chatWork(deps, binding, stamp, key, value as ChatMessageResult))];
   }
-  const codehost = await codehostPublisher(deps, input.pipeline);
+  // the triggering repository's identity; a result naming another repository of the same
+  // installation is reached by it too, one of another installation is refused by GitHub
+  const codehost = await codehostPublisher(deps, input.pipeline, input.event.context.repo);
   switch (binding.handler) {
     case "codehost.comment": {
       const comment = value as CommentResult;
@@ -167,16 +169,22 @@ async function publishOne(
   }
 }
 
-export async function codehostPublisher(deps: PublishDeps, pipeline: Pipeline): Promise<CodehostPublisher> {
+/** The publisher acting on `repo` (an App identity's token belongs to that repository's installation). */
+export async function codehostPublisher(
+  deps: PublishDeps,
+  pipeline: Pipeline,
+  repo: string,
+): Promise<CodehostPublisher> {
   const identity = codehostIdentity(deps.config, pipeline);
   if (!identity || !deps.config.codehost) {
     throw new PublishError({
       kind: "final",
       status: "no_identity",
-      message: "no code-host identity to post as - configure codehost.token or a codehost principal",
+      message:
+        "no code-host identity to post as - configure codehost.app, codehost.token or a codehost principal",
     });
   }
-  const token = await secretValue(identity.source, deps.pool, deps.config);
+  const token = await identityToken(identity.credential, repo, deps.pool, deps.config);
   return new CodehostPublisher(
     codehostClient({ apiUrl: deps.config.codehost.apiUrl, token, logger: deps.logger }),
     token,

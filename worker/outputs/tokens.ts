@@ -1,9 +1,10 @@
 import { join } from "node:path";
 import type pg from "pg";
 import { readSecrets } from "../../db/secrets.ts";
+import { AppAuthError, appTokens, type TokenOptions } from "../../shared/codehost/app-tokens.ts";
 import { codehostPrincipalId } from "../../shared/config/outputs.ts";
 import type { SecretSource } from "../../shared/config/secret-source.ts";
-import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import type { CodehostApp, CodehostCredential, ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { readInstanceKey } from "../../shared/secrets/instance-key.ts";
 import { PublishError } from "./attempt.ts";
 
@@ -31,16 +32,55 @@ export async function secretValue(
 }
 
 export interface CodehostIdentity {
-  /** `codehost.principal.<id>`, or `codehost.token` for the default identity */
+  /** `codehost.principal.<id>`, `codehost.app` or `codehost.token` for the default identity */
   name: string;
-  source: SecretSource;
+  credential: CodehostCredential;
 }
 
 export function codehostIdentity(config: ConfigSnapshot, pipeline: Pipeline): CodehostIdentity | undefined {
   const id = pipeline.principal ? codehostPrincipalId(pipeline.principals[pipeline.principal]) : undefined;
   if (id !== undefined) {
     const principal = config.codehost?.principals[id];
-    return principal ? { name: `codehost.principal.${id}`, source: principal.token } : undefined;
+    return principal ? { name: `codehost.principal.${id}`, credential: principal } : undefined;
   }
-  return config.codehost?.token ? { name: "codehost.token", source: config.codehost.token } : undefined;
+  if (config.codehost?.app) return { name: "codehost.app", credential: { app: config.codehost.app } };
+  return config.codehost?.token
+    ? { name: "codehost.token", credential: { token: config.codehost.token } }
+    : undefined;
+}
+
+/**
+ * The token an identity acts with on `repo`: a long-lived token as configured, or an App's
+ * installation token for the repository's installation (cached per installation, see
+ * shared/codehost/app-tokens.ts). `restrict` narrows an installation token to that one repository.
+ */
+export async function identityToken(
+  credential: CodehostCredential,
+  repo: string,
+  pool: pg.Pool,
+  config: ConfigSnapshot,
+  options: TokenOptions = {},
+): Promise<string> {
+  if (credential.token) return secretValue(credential.token, pool, config);
+  return (await installationToken(credential.app, repo, pool, config, options)).token;
+}
+
+export async function installationToken(
+  app: CodehostApp,
+  repo: string,
+  pool: pg.Pool,
+  config: ConfigSnapshot,
+  options: TokenOptions = {},
+): Promise<{ token: string; expiresAt: number }> {
+  const privateKey = await secretValue(app.privateKey, pool, config);
+  const apiUrl = config.codehost?.apiUrl ?? "https://api.github.com";
+  try {
+    return await appTokens({ apiUrl, appId: app.id, privateKey }).tokenFor(repo, options);
+  } catch (error) {
+    if (!(error instanceof AppAuthError)) throw error;
+    // a missing installation or a refused key does not heal by retrying the same delivery soon;
+    // GitHub being down (5xx, no answer) does
+    const final = error.status !== undefined && error.status < 500;
+    throw new PublishError({ kind: final ? "final" : "retry", status: "app_auth", message: error.message });
+  }
 }

@@ -14,6 +14,7 @@ import { runGate } from "./output-gate.ts";
 import { previousHead } from "./previous-head.ts";
 import { openRunSecrets } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
+import { setupStepToken } from "./setup-token.ts";
 import type { RunDeps, RunEnd, RunInput, RunState } from "./types.ts";
 import { checkOutEvent, emptyAgentDir } from "./workspace.ts";
 
@@ -35,6 +36,9 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
   // where each phase's processes run: on a sandboxed pipeline, a container for the setup steps and
   // another for the agent; else the worker's host for both
+  // before a container exists: an App that cannot issue the steps' token ends the run here
+  const setupToken = await setupStepToken(deps, input.pipeline, event.context.repo);
+  if (setupToken.failure) return { kind: "failed", diagnostic: setupToken.failure };
   const { sandbox } = input.pipeline;
   // read before any step runs: nothing of the pull request has touched the checkout yet
   const previousSha = input.group ? await previousHead(deps.records, input.group, input) : "";
@@ -43,9 +47,11 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
     : { setup: deps.host, agent: deps.host };
   // open before the first process: every artifact of the run from here on is redacted with them
   const secrets = openRunSecrets(input.invocationId, deps);
+  if (setupToken.token) secrets.add(setupToken.token);
   const run: RunState = {
     ...{ deps, input, event, engines, secrets, previousSha },
     env: eventEnvironment(input.paths, event, input.pipeline, previousSha),
+    ...(setupToken.token ? { setupEnv: { GH_TOKEN: setupToken.token, GITHUB_TOKEN: setupToken.token } } : {}),
     knowledge: { passages: [] },
     seq: 0,
   };

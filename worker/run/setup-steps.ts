@@ -17,7 +17,8 @@ function stepLabel(run: string): string {
  * the first failure ends the run. `onStarted` is called when a step's process exists.
  */
 export async function runSetupSteps(run: RunState, onStarted: () => void): Promise<RunEnd | undefined> {
-  const { deps, input, env } = run;
+  const { deps, input } = run;
+  const env = { ...run.env, ...run.setupEnv };
   const engine = run.engines.setup;
   const { records } = deps;
   const { invocationId, paths, signal } = input;

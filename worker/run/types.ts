@@ -87,6 +87,8 @@ export interface RunState {
   secrets: RunSecrets;
   /** the environment of every setup step, and the base of the agent's */
   env: Record<string, string>;
+  /** added to the setup steps' environment only: an App identity's read-only GH_TOKEN (setup-token.ts) */
+  setupEnv?: Record<string, string>;
   /** what the pipeline's `knowledge` block delivers into this run (prompt section, files) */
   knowledge: RunKnowledge;
   /** PREVIOUS_SHA: the concurrency group's last reviewed head, if an ancestor of this one; else empty */

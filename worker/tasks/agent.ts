@@ -8,7 +8,7 @@ import type { Diagnostic } from "../../shared/diagnostics.ts";
 import type { Workspace } from "../../shared/workspace-layout.ts";
 import { withCommand } from "../event/command.ts";
 import { eventOfRun, type ResolvedEvent } from "../event/resolve.ts";
-import { secretValue } from "../outputs/tokens.ts";
+import { identityToken } from "../outputs/tokens.ts";
 import { withDeadline } from "../run/deadline.ts";
 import { eventEnvironment } from "../run/environment.ts";
 import { agentTimeout, onTargets, type Unavailable } from "../run/failover.ts";
@@ -53,7 +53,7 @@ export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd
   const event = withCommand(await eventOfRun(deps.records, { workload, pipeline }), deps.config, pipeline);
   const cloneFailure = await checkOutEvent(deps.config, paths, event.context, " for the task");
   if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
-  const identity = await identityEnv(deps, pipeline, task);
+  const identity = await identityEnv(deps, pipeline, task, event.context.repo);
   // a principal's token is the agent's: what it prints of it is redacted like its run token
   if (identity.GH_TOKEN) run.secrets.add(identity.GH_TOKEN);
   const env = { ...eventEnvironment(paths, event, pipeline), ...identity };
@@ -175,11 +175,14 @@ async function identityEnv(
   deps: RunDeps,
   pipeline: Pipeline,
   task: OrchestratedTask,
+  repo: string,
 ): Promise<Record<string, string>> {
   const binding = task.spec.principal;
   const id = binding ? codehostPrincipalId(pipeline.principals[binding]) : undefined;
-  const source = id === undefined ? undefined : deps.config.codehost?.principals[id]?.token;
-  if (!binding || !source) return {};
-  const token = await secretValue(source, deps.pool, deps.config);
+  const credential = id === undefined ? undefined : deps.config.codehost?.principals[id];
+  if (!binding || !credential) return {};
+  // an App principal's installation token reaches only the run's repository: the agent is
+  // steered by the pull request it reads
+  const token = await identityToken(credential, repo, deps.pool, deps.config, { restrict: true });
   return { SVC_PRINCIPAL: binding, GH_TOKEN: token, GITHUB_TOKEN: token };
 }

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { type Exchange, type FakeAppSpec, fakeAppHost } from "./fake-github-app.ts";
 import { answerGraphql, type FakeThread } from "./fake-github-graphql.ts";
 
 /**
@@ -48,6 +49,8 @@ export interface FakeGitHub {
   failOnce(pathSuffix: string): void;
   /** every later request is refused as over the primary rate limit until the reset an hour on */
   exhaustRateLimit(): void;
+  /** App mode: every installation-token exchange, in order */
+  exchanges: Exchange[];
   close(): Promise<void>;
 }
 
@@ -85,7 +88,10 @@ export async function startFakeGitHub(options: {
   repos?: Record<string, HostedRepo>;
   /** the address it listens on: loopback unless a drill's hosts must reach it on their bridge */
   host?: string;
+  /** App mode (fake-github-app.ts): Apps known by public key, acting through installation tokens */
+  apps?: FakeAppSpec[];
 }): Promise<FakeGitHub> {
+  const apps = fakeAppHost(options.apps ?? []);
   let nextId = 1000;
   const lose = new Set<string>();
   const drop = new Set<string>();
@@ -113,8 +119,16 @@ export async function startFakeGitHub(options: {
     const body = await readBody(req);
     const authorization = req.headers.authorization;
     state.requests.push({ method: req.method ?? "", path: url.pathname, authorization, body });
+    if (await apps.handle(req, url.pathname, body, res)) return;
     const token = /^(?:token|bearer) (.+)$/i.exec(authorization ?? "")?.[1];
-    const login = token ? options.users[token] : undefined;
+    const installation = token ? apps.login(token, req.method ?? "GET", url.pathname) : undefined;
+    if (installation && "status" in installation)
+      return send(res, installation.status, {
+        message: installation.message,
+        documentation_url: DOCS,
+        status: String(installation.status),
+      });
+    const login = token ? (options.users[token] ?? installation?.login) : undefined;
     if (!login) return send(res, 401, { message: "Bad credentials", documentation_url: DOCS, status: "401" });
     for (const entry of fail) {
       if (url.pathname.endsWith(entry)) {
@@ -410,6 +424,7 @@ export async function startFakeGitHub(options: {
   return {
     url: base,
     ...state,
+    exchanges: apps.exchanges,
     loseAnswerOnce: (suffix) => lose.add(suffix),
     dropAnswerOnce: (method, suffix) => drop.add(`${method} ${suffix}`),
     pushFiles: (thread, files) => {

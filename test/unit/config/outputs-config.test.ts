@@ -1,9 +1,16 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
+import { generateKeyPairSync } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../../shared/config/load.ts";
+
+const APP_KEY = generateKeyPairSync("rsa", {
+  modulusLength: 2048,
+  privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  publicKeyEncoding: { type: "spki", format: "pem" },
+}).privateKey;
 
 const temps: string[] = [];
 afterEach(async () => {
@@ -48,7 +55,10 @@ async function load(daemon: string, pipeline: string) {
     await mkdir(dirname(join(dir, path)), { recursive: true });
     await writeFile(join(dir, path), text);
   }
-  return loadConfig({ dir, env: { HOOK: "h", CODEHOST_TOKEN: "t-default", BOT_TOKEN: "t-bot" } });
+  return loadConfig({
+    dir,
+    env: { HOOK: "h", CODEHOST_TOKEN: "t-default", BOT_TOKEN: "t-bot", APP_ID: "123456", APP_KEY },
+  });
 }
 
 describe("publishing configuration", () => {
@@ -105,9 +115,64 @@ queue:
         file: "pipelines/review.yaml",
         path: "outputs.review.handler",
         code: "codehost_identity_missing",
-        message: expect.stringContaining('add "codehost: { token: ${ENV_NAME} }" to daemon.yaml'),
+        message: expect.stringContaining(
+          'add "codehost: { app: { id: <App ID>, private_key: ${GITHUB_APP_PRIVATE_KEY} } }" (a GitHub App) or "codehost: { token: ${ENV_NAME} }" to daemon.yaml',
+        ),
       },
     ]);
+  });
+
+  it("codehost.app is an identity: an App id and its PEM key, inline or stored; principals may be Apps", async () => {
+    const result = await load(
+      `${BASE_DAEMON}codehost:
+  app:
+    id: "\${APP_ID}"
+    private_key: "\${APP_KEY}"
+  principals:
+    reviewer:
+      app: { id: 99, secret_ref: codehost/principal/reviewer/app-private-key }
+`,
+      reviewPipeline(),
+    );
+    expect(result.problems).toEqual([]);
+    const codehost = result.ok ? result.config.codehost : undefined;
+    expect(codehost?.app).toEqual({ id: 123456, privateKey: { kind: "inline", value: APP_KEY } });
+    expect(codehost?.token).toBeUndefined();
+    expect(codehost?.principals.reviewer).toEqual({
+      app: { id: 99, privateKey: { kind: "stored", name: "codehost/principal/reviewer/app-private-key" } },
+    });
+  });
+
+  it("a bad App key, a non-numeric App id, or an App beside a token is refused, naming the key and never quoting the key", async () => {
+    const badKey = await load(
+      `${BASE_DAEMON}codehost:\n  app: { id: 7, private_key: "-----BEGIN RSA PRIVATE KEY-----\\nnot a key\\n-----END RSA PRIVATE KEY-----" }\n`,
+      reviewPipeline(),
+    );
+    expect(badKey.problems[0]).toMatchObject({
+      path: "codehost.app.private_key",
+      code: "invalid_value",
+      message: expect.stringContaining("is not an RSA private key in PEM form"),
+    });
+    expect(JSON.stringify(badKey.problems)).not.toContain("not a key");
+    const badId = await load(
+      `${BASE_DAEMON}codehost:\n  app: { id: my-app, private_key: "\${APP_KEY}" }\n`,
+      reviewPipeline(),
+    );
+    expect(badId.problems[0]).toMatchObject({
+      path: "codehost.app.id",
+      code: "invalid_value",
+      message: expect.stringContaining("must be the App's numeric id"),
+    });
+    const both = await load(
+      `${BASE_DAEMON}codehost:\n  token: x\n  app: { id: 7, private_key: "\${APP_KEY}" }\n`,
+      reviewPipeline(),
+    );
+    expect(both.problems[0]).toMatchObject({
+      path: "codehost.app",
+      code: "secret_source_conflict",
+      message: expect.stringContaining("keep one"),
+    });
+    expect(JSON.stringify([badId.problems, both.problems])).not.toContain("PRIVATE KEY");
   });
 
   it("a non-URL api_url is refused with an example", async () => {

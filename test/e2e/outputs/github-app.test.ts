@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { waitForTrigger } from "../../integration/worker/helpers.ts";
+import { APP_ID, type AppBed, PRINCIPAL_APP_ID, REPO, SHORT_LIVED, startAppBed } from "./github-app-bed.ts";
+import { PR_PAYLOAD } from "./pull-request.ts";
+
+const commentsOf = (bed: AppBed, repo: string) =>
+  bed.github.requests.filter(
+    (request) =>
+      request.method === "POST" && request.path === `/repos/${repo}/issues/${PR_PAYLOAD.number}/comments`,
+  );
+
+/**
+ * svc as a GitHub App, with real ingress and worker processes and a loopback GitHub that knows
+ * only the Apps' public keys: no long-lived token exists anywhere in the configuration.
+ */
+describe("a GitHub App identity", () => {
+  let bed: AppBed;
+
+  beforeAll(async () => {
+    bed = await startAppBed(inject("adminDatabaseUrl"));
+  });
+
+  afterAll(async () => {
+    await bed?.stop();
+  });
+
+  it("posts two comments with installation tokens after one token exchange, and reuses it on the next run", async () => {
+    const first = await bed.deliver("opened");
+    expect((await waitForTrigger(bed.pool, first)).status).toBe("completed");
+    const second = await bed.deliver("opened");
+    expect((await waitForTrigger(bed.pool, second)).status).toBe("completed");
+
+    const posts = commentsOf(bed, REPO);
+    expect(posts).toHaveLength(4);
+    const exchanges = bed.github.exchanges.filter((entry) => entry.installationId === 77);
+    expect(exchanges).toHaveLength(1);
+    expect(exchanges[0]).toMatchObject({ appId: APP_ID, repositories: undefined });
+    expect(new Set(posts.map((post) => post.authorization))).toEqual(
+      new Set([`token ${exchanges[0]!.token}`]),
+    );
+    // the installation was looked up once, with an App JWT
+    const lookups = bed.github.requests.filter((request) => request.path === `/repos/${REPO}/installation`);
+    expect(lookups).toHaveLength(1);
+    expect(lookups[0]!.authorization).toMatch(/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/);
+    const thread = bed.github.comments.get(`${REPO}#${PR_PAYLOAD.number}`) ?? [];
+    expect(thread.map((comment) => comment.user.login)).toEqual(Array(4).fill("svc-app[bot]"));
+  });
+
+  it("renews a token near its expiry instead of using it", async () => {
+    const id = await bed.deliver("opened", SHORT_LIVED);
+    expect((await waitForTrigger(bed.pool, id)).status).toBe("completed");
+    const exchanges = bed.github.exchanges.filter((entry) => entry.installationId === 78);
+    // each of its tokens expires in four minutes, inside the five-minute margin: each use renews
+    expect(exchanges).toHaveLength(2);
+    const posts = commentsOf(bed, SHORT_LIVED);
+    expect(posts.map((post) => post.authorization)).toEqual(exchanges.map((entry) => `token ${entry.token}`));
+  });
+
+  it("an App principal posts as itself, with its own installation's token", async () => {
+    const before = commentsOf(bed, REPO).length;
+    const id = await bed.deliver("edited");
+    expect((await waitForTrigger(bed.pool, id)).status).toBe("completed");
+    const exchanges = bed.github.exchanges.filter((entry) => entry.appId === PRINCIPAL_APP_ID);
+    expect(exchanges).toHaveLength(1);
+    expect(exchanges[0]!.installationId).toBe(91);
+    const posts = commentsOf(bed, REPO).slice(before);
+    expect(posts.map((post) => post.authorization)).toEqual(Array(2).fill(`token ${exchanges[0]!.token}`));
+    const thread = bed.github.comments.get(`${REPO}#${PR_PAYLOAD.number}`) ?? [];
+    expect(thread.slice(-2).map((comment) => comment.user.login)).toEqual([
+      "svc-reviewer[bot]",
+      "svc-reviewer[bot]",
+    ]);
+  });
+});
