@@ -177,13 +177,17 @@ export function fakeAppHost(apps: FakeAppSpec[]): FakeAppHost {
       });
       return true;
     },
-    login(token, path) {
+    login(token, method, path) {
       const entry = issued.get(token);
       if (!entry) return undefined;
       if (entry.expiresAt <= Date.now()) return { status: 401, message: "Bad credentials" };
       const repo = /^\/repos\/([^/]+)\/([^/]+)/.exec(path);
       if (repo && !entry.repos.includes(`${repo[1]}/${repo[2]}`))
         return { status: 404, message: "Not Found" };
+      // a write needs the write permission of what it writes (comments: issues or pull requests)
+      const area = /\/pulls\//.test(path) ? "pull_requests" : "issues";
+      if (method !== "GET" && method !== "HEAD" && entry.permissions[area] !== "write")
+        return { status: 403, message: "Resource not accessible by integration" };
       return { login: `${entry.app.slug}[bot]` };
     },
   };

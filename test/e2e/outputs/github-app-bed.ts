@@ -40,8 +40,9 @@ export interface AppBed {
   stop(): Promise<void>;
 }
 
-function agent(result: unknown): string {
-  return `#!/bin/sh\ncat > /dev/null\necho '${JSON.stringify(result)}'\n`;
+/** the agent: leaves what GH_TOKEN it was given (none expected) in `out`, answers `result` */
+function agent(out: string, result: unknown): string {
+  return `#!/bin/sh\ncat > /dev/null\nprintf %s "\${GH_TOKEN:-none}" > ${out}/agent-gh-token\necho '${JSON.stringify(result)}'\n`;
 }
 
 const COMMENT_SCHEMA = `result:
@@ -66,6 +67,8 @@ export async function startAppBed(adminDatabaseUrl: string): Promise<AppBed> {
   const database: TestDatabase = await createTestDatabase(adminDatabaseUrl);
   const github = await startFakeGitHub({
     users: {},
+    // readable by any token of its installation that is not restricted to another repository
+    repos: { [SIBLING]: { repository: { full_name: SIBLING, private: true }, pulls: [] } },
     apps: [
       {
         id: APP_ID,
@@ -105,7 +108,7 @@ codehost:
       app: { id: ${PRINCIPAL_APP_ID}, private_key: "\${REVIEWER_APP_PRIVATE_KEY}" }
 `,
       "agents/bot/PERSONA.md": "---\nname: bot\ndescription: Comments.\n---\nYou comment.\n",
-      "bin/two": agent({ first: { body: "First note." }, second: { body: "Second note." } }),
+      "bin/two": agent(out, { first: { body: "First note." }, second: { body: "Second note." } }),
       "pipelines/two-comments.yaml": `version: 1.0.0
 agent: bot
 trigger:
@@ -125,7 +128,7 @@ instructions: Comment twice.
 setup:
   - run: |
       printf %s "$GH_TOKEN" > ${out}/token
-      echo "token=$GH_TOKEN"
+      echo "holding $GH_TOKEN now"
       curl -s -o /dev/null -w '%{http_code}' -X POST -H "authorization: token $GH_TOKEN" -d '{"body":"pwned"}' ${api}/repos/${REPO}/issues/${PR_PAYLOAD.number}/comments > ${out}/post-status
       curl -s -o /dev/null -w '%{http_code}' -H "authorization: token $GH_TOKEN" ${api}/repos/${SIBLING} > ${out}/sibling-status
 ${COMMENT_SCHEMA}outputs:
