@@ -1,6 +1,7 @@
 import { Octokit } from "@octokit/core";
 import { paginateRest } from "@octokit/plugin-paginate-rest";
 import { retry } from "@octokit/plugin-retry";
+import { AppAuthError, appTokens } from "../../shared/codehost/app-tokens.ts";
 import type { SecretSource } from "../../shared/config/secret-source.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
@@ -9,14 +10,16 @@ import { ApiError } from "../api/errors.ts";
 
 /**
  * The ingress's reads of the code host (GitHub REST through Octokit) with the default identity,
- * `codehost.token`: repositories and their open pull requests. A refusal of the code host becomes
+ * `codehost.token` or the installation token of `codehost.app` for the repository read:
+ * repositories and their open pull requests. A refusal of the code host becomes
  * an ApiError that names the identity and the fix; a rate limit is answered at once (503 with
  * Retry-After), never waited out while the caller's request hangs. The token never reaches an answer.
  */
 const ReadingOctokit = Octokit.plugin(paginateRest, retry);
 type ReadingClient = InstanceType<typeof ReadingOctokit>;
 
-const IDENTITY = "codehost.token (the default identity)";
+const identityOf = (config: Readonly<ConfigSnapshot>) =>
+  config.codehost?.app ? "codehost.app (the default identity)" : "codehost.token (the default identity)";
 const BRANCH_TTL_MS = 60_000;
 const MAX_PULLS = 1000;
 
@@ -44,27 +47,34 @@ export function codehostReads(deps: {
   resolveSecret: (source: SecretSource) => string;
 }): CodehostReads {
   const branches = new Map<string, { branch: string; until: number }>();
-  let client: { octokit: ReadingClient; token: string } | undefined;
-  const connect = () => {
-    client ??= open(deps);
+  // one client per token: the long-lived one, or each installation token while it lives
+  const clients = new Map<string, { octokit: ReadingClient; token: string }>();
+  const connect = async (repo: string) => {
+    const token = await identityToken(deps, repo);
+    let client = clients.get(token);
+    if (!client) {
+      client = open(deps, token);
+      clients.clear(); // an App's earlier tokens are renewed away; keep no stale client
+      clients.set(token, client);
+    }
     return client;
   };
   return {
     async defaultBranch(repo) {
       const cached = branches.get(repo);
       if (cached && cached.until > Date.now()) return cached.branch;
-      const { octokit, token } = connect();
+      const { octokit, token } = await connect(repo);
       const [owner, name] = repo.split("/");
       const { data } = await octokit
         .request("GET /repos/{owner}/{repo}", { owner: owner!, repo: name! })
         .catch((error: unknown) => {
-          throw refusal(error, repo, token);
+          throw refusal(error, repo, token, identityOf(deps.config));
         });
       branches.set(repo, { branch: data.default_branch, until: Date.now() + BRANCH_TTL_MS });
       return data.default_branch;
     },
     async openPulls(repo) {
-      const { octokit, token } = connect();
+      const { octokit, token } = await connect(repo);
       const [owner, name] = repo.split("/");
       const pulls: OpenPull[] = [];
       try {
@@ -78,22 +88,40 @@ export function codehostReads(deps: {
           if (pulls.length >= MAX_PULLS) break;
         }
       } catch (error) {
-        throw refusal(error, repo, token);
+        throw refusal(error, repo, token, identityOf(deps.config));
       }
       return pulls;
     },
   };
 }
 
-function open(deps: Parameters<typeof codehostReads>[0]): { octokit: ReadingClient; token: string } {
+async function identityToken(deps: Parameters<typeof codehostReads>[0], repo: string): Promise<string> {
   const codehost = deps.config.codehost;
+  if (codehost?.app) {
+    const privateKey = deps.resolveSecret(codehost.app.privateKey);
+    try {
+      const tokens = appTokens({ apiUrl: codehost.apiUrl, appId: codehost.app.id, privateKey });
+      return (await tokens.tokenFor(repo)).token;
+    } catch (error) {
+      if (!(error instanceof AppAuthError)) throw error;
+      if (error.status === 404) throw new ApiError(404, "codehost_not_found", error.message);
+      throw new ApiError(502, "codehost_unauthorized", error.message);
+    }
+  }
   if (!codehost?.token)
     throw new ApiError(
       503,
       "codehost_not_configured",
-      `daemon.yaml sets no ${codehost ? "codehost.token" : "codehost block"}; add codehost.apiUrl and codehost.token (the default identity) and restart the daemon to read repositories`,
+      `daemon.yaml sets no ${codehost ? "codehost.token or codehost.app" : "codehost block"}; add codehost.api_url and codehost.app (a GitHub App) or codehost.token (the default identity) and restart the daemon to read repositories`,
     );
-  const token = deps.resolveSecret(codehost.token);
+  return deps.resolveSecret(codehost.token);
+}
+
+function open(
+  deps: Parameters<typeof codehostReads>[0],
+  token: string,
+): { octokit: ReadingClient; token: string } {
+  const codehost = deps.config.codehost!;
   const octokit = new ReadingOctokit({
     auth: token,
     baseUrl: codehost.apiUrl.replace(/\/+$/, ""),
@@ -130,7 +158,7 @@ function shapePull(pull: {
 }
 
 /** A code-host refusal as an answer naming the identity and the fix; the token is cut from any text. */
-export function refusal(error: unknown, repo: string, token: string): ApiError {
+export function refusal(error: unknown, repo: string, token: string, identity: string): ApiError {
   const e = error as {
     status?: number;
     message?: string;
@@ -153,7 +181,7 @@ export function refusal(error: unknown, repo: string, token: string): ApiError {
     return new ApiError(
       503,
       "codehost_rate_limited",
-      `the code host's rate limit for ${IDENTITY} is spent (${said}); retry after ${seconds}s, or give svc a token of its own`,
+      `the code host's rate limit for ${identity} is spent (${said}); retry after ${seconds}s, or give svc a token of its own`,
       { retryAfter: seconds },
     );
   }
@@ -161,19 +189,19 @@ export function refusal(error: unknown, repo: string, token: string): ApiError {
     return new ApiError(
       502,
       "codehost_unauthorized",
-      `the code host refused ${IDENTITY} with 401 (${said}); store a valid token in codehost.token and restart the daemon`,
+      `the code host refused ${identity} with 401 (${said}); store a valid token in codehost.token and restart the daemon`,
     );
   if (status === 403)
     return new ApiError(
       502,
       "codehost_forbidden",
-      `the code host refused ${IDENTITY} access to ${repo} with 403 (${said}); grant that identity read access to ${repo} (contents and pull requests)`,
+      `the code host refused ${identity} access to ${repo} with 403 (${said}); grant that identity read access to ${repo} (contents and pull requests)`,
     );
   if (status === 404)
     return new ApiError(
       404,
       "codehost_not_found",
-      `the code host answers 404 for ${repo} with ${IDENTITY}: the repository does not exist or the identity cannot see it; fix repos."${repo}" in daemon.yaml or grant the identity access`,
+      `the code host answers 404 for ${repo} with ${identity}: the repository does not exist or the identity cannot see it; fix repos."${repo}" in daemon.yaml or grant the identity access`,
     );
   return new ApiError(
     502,

@@ -219,3 +219,55 @@ describe("GET /repos/:owner/:name/pulls", () => {
     expect(body.error.retryAfter).toBeGreaterThan(3000);
   });
 });
+
+describe("GET /repos as a GitHub App", () => {
+  it("reads with the installation token of each repository's installation, one exchange for many reads, and names an uninstalled repository", async () => {
+    const { generateKeyPairSync } = await import("node:crypto");
+    const keys = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+      publicKeyEncoding: { type: "spki", format: "pem" },
+    });
+    const appHub = await startFakeGitHub({
+      users: {},
+      repos: { [HELLO]: { repository: payload.repository, pulls: pulls() } },
+      apps: [
+        {
+          id: 31,
+          slug: "svc-app",
+          publicKey: keys.publicKey,
+          installations: [{ id: 9, account: "Codertocat", repos: [HELLO] }],
+        },
+      ],
+    });
+    const base = config("unused");
+    const asApp = await startApi(db.url, {
+      ...base,
+      codehost: {
+        apiUrl: appHub.url,
+        app: { id: 31, privateKey: { kind: "inline", value: keys.privateKey } },
+        principals: {},
+      },
+    });
+    try {
+      const pullsRead = await get(`/repos/${HELLO}/pulls`, asApp);
+      expect(pullsRead.status).toBe(200);
+      expect(pullsRead.body.pulls).toHaveLength(150);
+      const listing = await get("/repos", asApp);
+      const gone = listing.body.repos.find((repo: { name: string }) => repo.name === "acme/gone");
+      expect(gone.error).toMatchObject({ code: "codehost_not_found" });
+      expect(gone.error.message).toContain("GitHub App 31 is not installed on acme/gone");
+      expect(appHub.exchanges).toHaveLength(1);
+      const reads = appHub.requests.filter(
+        (request) => request.path.startsWith(`/repos/${HELLO}`) && !request.path.endsWith("/installation"),
+      );
+      expect(new Set(reads.map((request) => request.authorization))).toEqual(
+        new Set([`token ${appHub.exchanges[0]!.token}`]),
+      );
+      expect(JSON.stringify(listing.body)).not.toContain(appHub.exchanges[0]!.token);
+    } finally {
+      await asApp.close();
+      await appHub.close();
+    }
+  });
+});
