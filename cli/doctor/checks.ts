@@ -7,6 +7,7 @@ import { loadConfig } from "../../shared/config/load.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem, LoadResult } from "../../shared/config/types.ts";
 import { agentClisCheck } from "./agent-clis.ts";
+import { codehostAppCheck } from "./codehost-app.ts";
 import { daemonProbeCheck } from "./daemon-probes.ts";
 import { knowledgeCheck } from "./knowledge.ts";
 import type { CheckOutcome, CheckStatus, DoctorCheck, DoctorContext } from "./types.ts";
@@ -97,6 +98,9 @@ function usesStoredSecrets(result: Extract<LoadResult, { ok: true }>): boolean {
     ...Object.values(config.channels.chat.bots).map((bot) => bot.token),
     ...Object.values(config.auth?.tokens ?? {}).map((token) => token.secret),
     ...(config.auth?.broker?.secret ? [config.auth.broker.secret] : []),
+    ...[config.codehost, ...Object.values(config.codehost?.principals ?? {})].flatMap((identity) =>
+      identity?.token ? [identity.token] : identity?.app ? [identity.app.privateKey] : [],
+    ),
   ];
   return sources.some((secret) => secret.kind === "stored");
 }
@@ -136,6 +140,7 @@ export const DOCTOR_CHECKS: DoctorCheck[] = [
   configurationCheck,
   instanceKeyCheck,
   databaseCheck,
+  codehostAppCheck,
   knowledgeCheck,
   agentClisCheck,
   daemonProbeCheck,

@@ -35,6 +35,9 @@ export interface AppBed {
   out: string;
   /** the two Apps' private keys (what nothing may leak) */
   keys: string[];
+  /** the configuration directory and the environment the daemon runs with */
+  dir: string;
+  env: Record<string, string>;
   /** a signed `pull_request` delivery for `repo` with `action`; the trigger id */
   deliver(action: string, repo?: string): Promise<string>;
   stop(): Promise<void>;
@@ -167,7 +170,7 @@ ${COMMENT_SCHEMA}outputs:
   }
   const pool = new pg.Pool({ connectionString: database.url, max: 2 });
   return {
-    ...{ github, pool, url, out },
+    ...{ github, pool, url, out, dir, env },
     keys: [defaultApp.privateKey, principalApp.privateKey],
     async deliver(action, repo = REPO) {
       const repository = { ...PR_PAYLOAD.repository, full_name: repo, name: repo.split("/")[1] };

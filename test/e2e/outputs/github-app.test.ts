@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { waitForTrigger } from "../../integration/worker/helpers.ts";
-import { APP_ID, type AppBed, PRINCIPAL_APP_ID, REPO, SHORT_LIVED, startAppBed } from "./github-app-bed.ts";
+import { runSvc } from "../ingress/processes.ts";
+import {
+  APP_ID,
+  type AppBed,
+  PRINCIPAL_APP_ID,
+  REPO,
+  rsaKeyPair,
+  SHORT_LIVED,
+  startAppBed,
+} from "./github-app-bed.ts";
 import { PR_PAYLOAD } from "./pull-request.ts";
 
 const commentsOf = (bed: AppBed, repo: string) =>
@@ -70,5 +79,51 @@ describe("a GitHub App identity", () => {
       "svc-reviewer[bot]",
       "svc-reviewer[bot]",
     ]);
+  });
+
+  it("svc doctor signs in as each App and lists its installations; a wrong or broken key is reported precisely, never shown", async () => {
+    const doctor = async (env: Record<string, string>) => {
+      const run = await runSvc(["doctor", "--json", "--dir", bed.dir], {
+        ...env,
+        PATH: "/usr/bin:/bin",
+        HOME: bed.dir,
+      });
+      const report = JSON.parse(run.stdout) as {
+        checks: { name: string; status: string; detail: string }[];
+        problems: { code: string; path: string; message: string }[];
+      };
+      for (const key of [...bed.keys, env.GITHUB_APP_PRIVATE_KEY!])
+        expect(run.stdout + run.stderr).not.toContain(key.split("\n")[1]);
+      return { report, check: (name: string) => report.checks.find((entry) => entry.name === name) };
+    };
+
+    const good = await doctor(bed.env);
+    expect(good.check("codehost-app")).toEqual({
+      name: "codehost-app",
+      status: "ok",
+      detail: `codehost.app: App svc-app (${APP_ID}), 2 installation(s): Codertocat (77), Codertocat (78); codehost.principals.reviewer.app: App svc-reviewer (${PRINCIPAL_APP_ID}), 1 installation(s): Codertocat (91)`,
+    });
+
+    // a well-formed key that is not the App's: GitHub refuses the JWT
+    const wrong = await doctor({ ...bed.env, GITHUB_APP_PRIVATE_KEY: rsaKeyPair().privateKey });
+    expect(wrong.check("codehost-app")?.status).toBe("error");
+    expect(wrong.report.problems).toContainEqual(
+      expect.objectContaining({
+        code: "codehost_app_refused",
+        path: "codehost.app",
+        message: `daemon.yaml: "codehost.app": GitHub App ${APP_ID}: GET /app answered 401 (A JSON web token could not be decoded) - check codehost.app.id and that the private key belongs to this App`,
+      }),
+    );
+
+    // a truncated PEM never gets as far as GitHub: the configuration names the key
+    const broken = bed.env.GITHUB_APP_PRIVATE_KEY!.split("\n").slice(0, 4).join("\n");
+    const cut = await doctor({ ...bed.env, GITHUB_APP_PRIVATE_KEY: broken });
+    expect(cut.check("configuration")?.status).toBe("error");
+    expect(cut.report.problems).toContainEqual(
+      expect.objectContaining({
+        path: "codehost.app.private_key",
+        message: expect.stringContaining("is not an RSA private key in PEM form"),
+      }),
+    );
   });
 });
