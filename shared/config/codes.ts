@@ -65,7 +65,8 @@ export const DOCTOR_CODES = {
   embedder_missing: "the vector engine's host embedder runner is not on the PATH",
   agent_cli_missing: "a claude-code or codex target's CLI is not installed where the target looks for it",
   agent_cli_version: "an agent CLI's version differs from the pin in deploy/images/agent/versions.json",
-  codehost_app_refused: "a GitHub App of daemon.yaml cannot sign in: its key does not parse, or GitHub refuses it",
+  codehost_app_refused:
+    "a GitHub App of daemon.yaml cannot sign in: its key does not parse, or GitHub refuses it",
 } as const;
 
 export type DoctorCode = keyof typeof DOCTOR_CODES;

@@ -1,10 +1,17 @@
 import { spawn } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
 
 const ROOT = join(import.meta.dirname, "../..");
 const NODE = join(ROOT, "node_modules/.bin/node");
 const FIXTURES = join(ROOT, "test/fixtures/config");
+/** the reference configuration's GitHub App key: parsed when it loads, so a real PEM */
+const APP_PRIVATE_KEY = generateKeyPairSync("rsa", {
+  modulusLength: 2048,
+  privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  publicKeyEncoding: { type: "spki", format: "pem" },
+}).privateKey;
 const REFERENCE_ENV = {
   DEPLOY_HOOK_TOKEN: "e2e-deploy",
   LINEAR_WEBHOOK_SECRET: "e2e-linear",
@@ -12,6 +19,8 @@ const REFERENCE_ENV = {
   OPENAI_KEY_B: "e2e-b",
   CHAT_BOT_TOKEN: "e2e-chat",
   CI_TOKEN: "e2e-ci",
+  GITHUB_APP_ID: "123456",
+  GITHUB_APP_PRIVATE_KEY: APP_PRIVATE_KEY,
 };
 
 interface Run {

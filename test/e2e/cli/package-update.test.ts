@@ -1,4 +1,5 @@
 import { execFile, execFileSync, spawn } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -179,6 +180,12 @@ describe("the npm package", () => {
         OPENAI_KEY_B: "d",
         CHAT_BOT_TOKEN: "e",
         CI_TOKEN: "f",
+        GITHUB_APP_ID: "7",
+        GITHUB_APP_PRIVATE_KEY: generateKeyPairSync("rsa", {
+          modulusLength: 2048,
+          privateKeyEncoding: { type: "pkcs8", format: "pem" },
+          publicKeyEncoding: { type: "spki", format: "pem" },
+        }).privateKey,
       },
     );
     expect(validate.stdout).toContain("configuration valid: 5 pipelines, 3 sources, 3 targets");

@@ -1,4 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax, quoted literally
+import { generateKeyPairSync } from "node:crypto";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,6 +21,14 @@ const REFERENCE_ENV = {
   CI_TOKEN: "leak-check-ci-0d",
 };
 
+/** the reference configuration's GitHub App key: parsed when it loads, so a real PEM */
+const APP_PRIVATE_KEY = generateKeyPairSync("rsa", {
+  modulusLength: 2048,
+  privateKeyEncoding: { type: "pkcs8", format: "pem" },
+  publicKeyEncoding: { type: "spki", format: "pem" },
+}).privateKey;
+const EXAMPLE_ENV = { ...REFERENCE_ENV, GITHUB_APP_ID: "123456", GITHUB_APP_PRIVATE_KEY: APP_PRIVATE_KEY };
+
 function expectOk(result: LoadResult): ConfigSnapshot {
   if (!result.ok) throw new Error(formatProblems(result.problems));
   return result.config;
@@ -39,7 +48,7 @@ async function copyOf(fixture: string): Promise<string> {
 
 describe("loadConfig on the reference configuration", () => {
   it("loads examples/reference/.svc as it stands", async () => {
-    const config = expectOk(await loadConfig({ dir: EXAMPLE_REFERENCE, env: REFERENCE_ENV }));
+    const config = expectOk(await loadConfig({ dir: EXAMPLE_REFERENCE, env: EXAMPLE_ENV }));
     expect(Object.keys(config.pipelines).sort()).toEqual([
       "deploy-notes",
       "large-pr-review",
