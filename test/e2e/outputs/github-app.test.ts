@@ -1,4 +1,8 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { listSecretNames, readSecrets } from "../../../db/secrets.ts";
+import { readInstanceKey } from "../../../shared/secrets/instance-key.ts";
 import { waitForTrigger } from "../../integration/worker/helpers.ts";
 import { runSvc } from "../ingress/processes.ts";
 import {
@@ -125,5 +129,29 @@ describe("a GitHub App identity", () => {
         message: expect.stringContaining("is not an RSA private key in PEM form"),
       }),
     );
+  });
+
+  it("svc setup codehost-app stores a PEM key as codehost/app-private-key and refuses anything else, storing nothing", async () => {
+    const env = { ...bed.env, PATH: "/usr/bin:/bin", HOME: bed.dir };
+    expect((await runSvc(["setup", "instance-key"], env)).code).toBe(0);
+    const junk = join(bed.out, "not-a-key.pem");
+    await writeFile(junk, "-----BEGIN RSA PRIVATE KEY-----\nnot a key\n-----END RSA PRIVATE KEY-----\n");
+    const refused = await runSvc(["setup", "codehost-app", "--key-file", junk], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      `${junk} is not an RSA private key in PEM form - generate one on the App's settings page (Private keys) and pass that .pem file; nothing was stored\n`,
+    );
+    expect((await listSecretNames(bed.pool)).map((entry) => entry.name)).not.toContain(
+      "codehost/app-private-key",
+    );
+
+    const pem = join(bed.out, "app.pem");
+    await writeFile(pem, bed.env.GITHUB_APP_PRIVATE_KEY!);
+    const stored = await runSvc(["setup", "codehost-app", "--key-file", pem], env);
+    expect(stored.code).toBe(0);
+    expect(stored.stdout + stored.stderr).not.toContain(bed.env.GITHUB_APP_PRIVATE_KEY!.split("\n")[1]);
+    const key = await readInstanceKey(join(bed.dir, "instance.key"));
+    const secrets = await readSecrets(bed.pool, key, ["codehost/app-private-key"]);
+    expect(secrets.get("codehost/app-private-key")).toBe(bed.env.GITHUB_APP_PRIVATE_KEY);
   });
 });
