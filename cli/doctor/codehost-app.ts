@@ -2,8 +2,9 @@ import { createPool } from "../../db/connect.ts";
 import { readSecrets } from "../../db/secrets.ts";
 import { AppAuthError, AppTokens } from "../../shared/codehost/app-tokens.ts";
 import { instanceKeyPath } from "../../shared/config/dir.ts";
+import type { SecretSource } from "../../shared/config/secret-source.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
-import type { CodehostApp, ConfigProblem, SecretSource } from "../../shared/config/types.ts";
+import type { CodehostApp, ConfigProblem } from "../../shared/config/types.ts";
 import { readInstanceKey } from "../../shared/secrets/instance-key.ts";
 import type { CheckOutcome, DoctorCheck, DoctorContext } from "./types.ts";
 

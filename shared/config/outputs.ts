@@ -2,7 +2,6 @@
 import { readAuthorList } from "./authors.ts";
 import { readCodehostApp } from "./codehost-app.ts";
 import { checkKeys, duration, int, mapping, quote, str, type YamlMap } from "./read.ts";
-import type { SecretSource } from "./secret-source.ts";
 import { secretSource } from "./secrets.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
 import type { CodehostApp, CodehostConfig, CodehostCredential, OutputBinding } from "./types.ts";
