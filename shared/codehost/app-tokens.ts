@@ -1,18 +1,14 @@
 import { createPrivateKey } from "node:crypto";
-import { SignJWT } from "jose";
+import { createAppAuth, type StrategyOptions } from "@octokit/auth-app";
+import { request } from "@octokit/request";
 
 /**
- * GitHub App authentication: an App JWT (RS256, nine minutes, backdated a minute for clock skew —
- * GitHub refuses one living over ten), the installation of a repository, and installation tokens
- * cached per installation (and per restriction) until five minutes before GitHub says they expire.
- *
- * The JWT is signed with jose (already a dependency) rather than @octokit/auth-app: installing a
- * new package would have rewritten the node_modules this worktree shares (see CHANGELOG/report).
- * Nothing here logs; no message carries the key, the JWT or a token.
+ * GitHub App authentication through Octokit's App strategy (@octokit/auth-app: the App JWT,
+ * RS256, under GitHub's ten minutes, and the installation token exchange), plus what svc adds:
+ * the installation of a repository remembered for the process, and installation tokens cached per
+ * installation (and per restriction) until five minutes before GitHub says they expire, with one
+ * exchange at a time per cache key. Nothing here logs; no message carries the key, the JWT or a token.
  */
-
-const JWT_LIFETIME_S = 9 * 60;
-const CLOCK_SKEW_S = 60;
 /** renew a cached token this long before its `expires_at` */
 export const RENEW_BEFORE_MS = 5 * 60_000;
 
@@ -53,6 +49,7 @@ export class AppTokens {
   readonly #installations = new Map<string, number>();
   readonly #tokens = new Map<string, InstallationToken>();
   readonly #pending = new Map<string, Promise<InstallationToken>>();
+  #auth: AppAuth | undefined;
 
   constructor(credentials: AppCredentials, now: () => number = Date.now) {
     this.#apiUrl = credentials.apiUrl.replace(/\/+$/, "");
@@ -63,6 +60,13 @@ export class AppTokens {
 
   /** An App JWT; throws an AppAuthError naming the App when the key cannot sign. */
   async jwt(): Promise<string> {
+    const { token } = await this.#strategy()({ type: "app" });
+    return token;
+  }
+
+  /** Octokit's App strategy over codehost.api_url, made once the key is known to be an RSA key. */
+  #strategy(): AppAuth {
+    if (this.#auth) return this.#auth;
     let key: ReturnType<typeof createPrivateKey>;
     try {
       key = createPrivateKey(this.#privateKey);
@@ -76,13 +80,14 @@ export class AppTokens {
         `the private key of GitHub App ${this.#appId} is a ${key.asymmetricKeyType} key; GitHub Apps sign with RSA - use the .pem file GitHub generated`,
       );
     }
-    const nowS = Math.floor(this.#now() / 1000);
-    return new SignJWT({})
-      .setProtectedHeader({ alg: "RS256", typ: "JWT" })
-      .setIssuer(String(this.#appId))
-      .setIssuedAt(nowS - CLOCK_SKEW_S)
-      .setExpirationTime(nowS - CLOCK_SKEW_S + JWT_LIFETIME_S)
-      .sign(key);
+    const options: StrategyOptions = {
+      appId: this.#appId,
+      // PKCS#8 whatever GitHub's file held (PKCS#1): the signer reads either through Node's crypto
+      privateKey: key.export({ type: "pkcs8", format: "pem" }).toString(),
+      request: request.defaults({ baseUrl: this.#apiUrl, headers: { "user-agent": "svc-app-auth" } }),
+    };
+    this.#auth = createAppAuth(options);
+    return this.#auth;
   }
 
   /** GET `path` (or another method) as the App itself. */
@@ -136,13 +141,31 @@ export class AppTokens {
     return fresh;
   }
 
+  /** Octokit's installation exchange; svc's own cache above decides when a new token is needed. */
   async #exchange(installationId: number, body: Record<string, unknown>): Promise<InstallationToken> {
-    const answer = await this.asApp<{ token: string; expires_at: string }>(
-      "POST",
-      `/app/installations/${installationId}/access_tokens`,
-      body,
-    );
-    const expiresAt = Date.parse(answer.expires_at);
+    const repositories = body.repositories as string[] | undefined;
+    const permissions = body.permissions as Record<string, string> | undefined;
+    let answer: { token: string; expiresAt: string };
+    try {
+      answer = (await (this.#strategy() as unknown as InstallationAuth)({
+        type: "installation",
+        installationId,
+        ...(repositories ? { repositoryNames: repositories } : {}),
+        ...(permissions ? { permissions } : {}),
+        // the library keeps a cache of its own, keyed without our five-minute margin
+        refresh: true,
+      })) as { token: string; expiresAt: string };
+    } catch (error) {
+      const status = (error as { status?: number }).status;
+      const message =
+        (error as { response?: { data?: { message?: unknown } } }).response?.data?.message ??
+        (error as Error).message;
+      throw new AppAuthError(
+        `GitHub App ${this.#appId}: POST /app/installations/${installationId}/access_tokens answered ${status ?? "no answer"} (${String(message).slice(0, 200)})${status === 401 ? " - check codehost.app.id and that the private key belongs to this App" : ""}`,
+        status,
+      );
+    }
+    const expiresAt = Date.parse(answer.expiresAt);
     if (typeof answer.token !== "string" || !Number.isFinite(expiresAt)) {
       throw new AppAuthError(
         `GitHub answered the token exchange of installation ${installationId} without a token`,
@@ -185,6 +208,16 @@ export class AppTokens {
     return JSON.parse(text) as T;
   }
 }
+
+type AppAuth = ReturnType<typeof createAppAuth>;
+
+type InstallationAuth = (options: {
+  type: "installation";
+  installationId: number;
+  repositoryNames?: string[];
+  permissions?: Record<string, string>;
+  refresh?: boolean;
+}) => Promise<unknown>;
 
 function enc(part: string): string {
   return encodeURIComponent(part);

@@ -90,7 +90,9 @@ export function fakeAppHost(apps: FakeAppSpec[]): FakeAppHost {
     if (!app) return `Integration not found`;
     try {
       const key = await importSPKI(app.publicKey, "RS256");
-      const { payload } = await jwtVerify(jwt, key, { algorithms: ["RS256"], issuer: String(app.id) });
+      // GitHub takes the App's id as a number (Octokit's signer) or a string
+      const { payload } = await jwtVerify(jwt, key, { algorithms: ["RS256"] });
+      if (String(payload.iss) !== String(app.id)) return "Integration not found";
       if (typeof payload.iat !== "number" || typeof payload.exp !== "number")
         return "Missing 'issued at' time claim ('iat') must be an Integer";
       if (payload.exp - payload.iat > 600) return "'Expiration time' claim ('exp') is too far in the future";
