@@ -12,6 +12,7 @@ import { CredentialSecrets } from "./credentials/secrets.ts";
 import { Spawner } from "./exec/host/spawner.ts";
 import { ModelGateway } from "./gateway/gateway.ts";
 import { resolveMetricsToken, startWorkerMetricsServer } from "./metrics.ts";
+import { learnAppSlug } from "./outputs/tokens.ts";
 import { ensureWorkerQueues } from "./queue/lanes.ts";
 import { startSchedules } from "./queue/schedules.ts";
 
@@ -48,6 +49,15 @@ export async function openServices(
   await migrate(pool);
   const cooldowns = await CredentialCooldowns.load(pool, logger);
   const secrets = await CredentialSecrets.resolve(config, pool, env);
+  // comment commands address the App by its slug unless codehost.bot_name names another
+  const slugFailure = await learnAppSlug(pool, config);
+  if (slugFailure)
+    logger.warn(
+      `the GitHub App's slug could not be read; comment commands answer to "@svc": ${slugFailure}`,
+      {
+        event: "worker.app_slug_unknown",
+      },
+    );
   // every agent's model calls pass it: the agents hold its tokens, never the credentials
   const gateway = new ModelGateway({ db: opened.records, credentials: cooldowns, logger });
   opened.gateway = { gateway, worker: workerId };

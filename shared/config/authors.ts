@@ -1,3 +1,4 @@
+import { knownAppSlug } from "../codehost/app-slug.ts";
 import { quote, strList, type YamlMap } from "./read.ts";
 import type { ConfigFile, KeyPath } from "./source.ts";
 import { AUTHOR_ASSOCIATIONS, type AuthorAssociation, type CodehostConfig } from "./types.ts";
@@ -6,11 +7,12 @@ import { AUTHOR_ASSOCIATIONS, type AuthorAssociation, type CodehostConfig } from
 export const DEFAULT_COMMANDS_FROM: readonly AuthorAssociation[] = ["owner", "member", "collaborator"];
 
 /**
- * The name comment commands address (`@<name> <word>`). The seam for the GitHub App identity: when
- * `codehost.app` exists its slug becomes the default here; until then `codehost.bot_name ?? "svc"`.
+ * The name comment commands address (`@<name> <word>`): `codehost.bot_name`, else the slug of the
+ * App svc acts as (learned by the worker at start-up, shared/codehost/app-slug.ts), else `svc`.
  */
-export function botName(config: { codehost?: Pick<CodehostConfig, "botName"> }): string {
-  return config.codehost?.botName ?? "svc";
+export function botName(config: { codehost?: Pick<CodehostConfig, "botName" | "app"> }): string {
+  const app = config.codehost?.app;
+  return config.codehost?.botName ?? (app ? knownAppSlug(app.id) : undefined) ?? "svc";
 }
 
 /** A list of author associations (`authors`, `codehost.commands_from`): each one of AUTHOR_ASSOCIATIONS. */

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type pg from "pg";
 import { readSecrets } from "../../db/secrets.ts";
+import { rememberAppSlug } from "../../shared/codehost/app-slug.ts";
 import { AppAuthError, appTokens, type TokenOptions } from "../../shared/codehost/app-tokens.ts";
 import { codehostPrincipalId } from "../../shared/config/outputs.ts";
 import type { SecretSource } from "../../shared/config/secret-source.ts";
@@ -63,6 +64,28 @@ export async function identityToken(
 ): Promise<string> {
   if (credential.token) return secretValue(credential.token, pool, config);
   return (await installationToken(credential.app, repo, pool, config, options)).token;
+}
+
+/**
+ * Learns the slug of the App svc acts as (`GET /app`), so comment commands address it by default
+ * (shared/config/authors.ts botName). A failure is returned, not thrown: commands then answer to
+ * `svc` until the next start, and the worker says why.
+ */
+export async function learnAppSlug(pool: pg.Pool, config: ConfigSnapshot): Promise<string | undefined> {
+  const app = config.codehost?.app;
+  if (!app || config.codehost?.botName) return undefined;
+  try {
+    const privateKey = await secretValue(app.privateKey, pool, config);
+    const apiUrl = config.codehost?.apiUrl ?? "https://api.github.com";
+    const { slug } = await appTokens({ apiUrl, appId: app.id, privateKey }).asApp<{ slug: string }>(
+      "GET",
+      "/app",
+    );
+    rememberAppSlug(app.id, slug);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 export async function installationToken(

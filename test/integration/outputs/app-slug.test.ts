@@ -1,0 +1,68 @@
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { botName } from "../../../shared/config/authors.ts";
+import type { ConfigSnapshot } from "../../../shared/config/types.ts";
+import { learnAppSlug } from "../../../worker/outputs/tokens.ts";
+import { type FakeGitHub, startFakeGitHub } from "../../e2e/outputs/fake-github.ts";
+import { rsaKeyPair } from "../../e2e/outputs/github-app-bed.ts";
+
+/**
+ * Comment commands address the App svc acts as by its slug (`@<slug> review`): the worker reads it
+ * once with `GET /app` as the App, from a loopback GitHub that knows only the App's public key.
+ */
+describe("the GitHub App's slug is the default bot name", () => {
+  const key = rsaKeyPair();
+  let github: FakeGitHub;
+  // an inline key never reaches the database: no pool is needed to read it
+  const pool = undefined as unknown as pg.Pool;
+  const config = (extra: Record<string, unknown> = {}) =>
+    ({
+      dir: "/nonexistent",
+      codehost: {
+        apiUrl: "",
+        principals: {},
+        app: { id: 6060, privateKey: { kind: "inline", value: key.privateKey } },
+        ...extra,
+      },
+    }) as unknown as ConfigSnapshot;
+
+  beforeAll(async () => {
+    github = await startFakeGitHub({
+      users: {},
+      apps: [{ id: 6060, slug: "acme-review", publicKey: key.publicKey, installations: [] }],
+    });
+  });
+  afterAll(async () => {
+    await github?.close();
+  });
+
+  it("learns the slug with the App's own JWT, and commands answer to it", async () => {
+    const snapshot = config({ apiUrl: github.url });
+    expect(botName(snapshot)).toBe("svc");
+    expect(await learnAppSlug(pool, snapshot)).toBeUndefined();
+    expect(botName(snapshot)).toBe("acme-review");
+    expect(github.requests.filter((r) => r.path === "/app")).toHaveLength(1);
+  });
+
+  it("keeps codehost.bot_name when the operator set one, and asks GitHub nothing", async () => {
+    const before = github.requests.length;
+    const snapshot = config({ apiUrl: github.url, botName: "reviewer" });
+    expect(await learnAppSlug(pool, snapshot)).toBeUndefined();
+    expect(botName(snapshot)).toBe("reviewer");
+    expect(github.requests.length).toBe(before);
+  });
+
+  it("says why when GitHub refuses the App, and commands keep answering to svc", async () => {
+    const other = rsaKeyPair();
+    const snapshot = {
+      ...config({ apiUrl: github.url }),
+      codehost: {
+        apiUrl: github.url,
+        principals: {},
+        app: { id: 7070, privateKey: { kind: "inline", value: other.privateKey } },
+      },
+    } as unknown as ConfigSnapshot;
+    expect(await learnAppSlug(pool, snapshot)).toMatch(/GitHub App 7070: GET \/app answered 401/);
+    expect(botName(snapshot)).toBe("svc");
+  });
+});
