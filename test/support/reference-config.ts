@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { cp, mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,6 +63,11 @@ export async function referenceConfig(
     OPENAI_KEY_B: "bench-key-b",
     CHAT_BOT_TOKEN: "bench-chat",
     CI_TOKEN: "bench-ci",
+    // the reference configuration acts as a GitHub App: a key of its own, which nothing here signs with
+    GITHUB_APP_ID: "123456",
+    GITHUB_APP_PRIVATE_KEY: generateKeyPairSync("rsa", { modulusLength: 2048 })
+      .privateKey.export({ type: "pkcs8", format: "pem" })
+      .toString(),
   };
   const made = spawnSync(process.execPath, [BIN, "setup", "instance-key"], {
     env: { ...process.env, ...env },
