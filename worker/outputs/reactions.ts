@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { codehostClient } from "./codehost.ts";
-import { secretValue } from "./tokens.ts";
+import { installationToken, secretValue } from "./tokens.ts";
 
 /** svc's answer to a comment command: 👀 taken, 👎 refused. */
 export interface CommandReaction {
@@ -12,7 +12,7 @@ export interface CommandReaction {
 }
 
 /**
- * Reacts to a command's comment as the default code-host identity, after the dispatch that judged
+ * Reacts to a command's comment as the default code-host identity (the App, or `codehost.token`), after the dispatch that judged
  * it committed. Best effort: the command was already taken or refused and recorded on its trigger,
  * so a reaction that fails is logged (without the token) and not retried.
  */
@@ -21,11 +21,14 @@ export async function postReaction(
   reaction: CommandReaction,
 ): Promise<void> {
   const codehost = deps.config.codehost;
-  if (!codehost?.token) return;
+  if (!codehost?.token && !codehost?.app) return;
   const [owner, repo] = reaction.repo.split("/");
   if (!owner || !repo) return;
   try {
-    const token = await secretValue(codehost.token, deps.pool, deps.config);
+    // the App's installation token of the commented repository, or the default token
+    const token = codehost.app
+      ? (await installationToken(codehost.app, reaction.repo, deps.pool, deps.config)).token
+      : await secretValue(codehost.token!, deps.pool, deps.config);
     const client = codehostClient({ apiUrl: codehost.apiUrl, token, logger: deps.logger });
     await client.request("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", {
       owner,

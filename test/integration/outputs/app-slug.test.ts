@@ -1,7 +1,10 @@
+import { PassThrough } from "node:stream";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { botName } from "../../../shared/config/authors.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
+import { createLogger } from "../../../shared/logger.ts";
+import { postReaction } from "../../../worker/outputs/reactions.ts";
 import { learnAppSlug } from "../../../worker/outputs/tokens.ts";
 import { type FakeGitHub, startFakeGitHub } from "../../e2e/outputs/fake-github.ts";
 import { rsaKeyPair } from "../../e2e/outputs/github-app-bed.ts";
@@ -29,7 +32,14 @@ describe("the GitHub App's slug is the default bot name", () => {
   beforeAll(async () => {
     github = await startFakeGitHub({
       users: {},
-      apps: [{ id: 6060, slug: "acme-review", publicKey: key.publicKey, installations: [] }],
+      apps: [
+        {
+          id: 6060,
+          slug: "acme-review",
+          publicKey: key.publicKey,
+          installations: [{ id: 61, account: "acme", repos: ["acme/hello"] }],
+        },
+      ],
     });
   });
   afterAll(async () => {
@@ -64,5 +74,17 @@ describe("the GitHub App's slug is the default bot name", () => {
     } as unknown as ConfigSnapshot;
     expect(await learnAppSlug(pool, snapshot)).toMatch(/GitHub App 7070: GET \/app answered 401/);
     expect(botName(snapshot)).toBe("svc");
+  });
+
+  it("answers a command with its reaction as the App, through the repository's installation token", async () => {
+    github.comments.set("acme/hello#1", [
+      { id: 555, body: "@acme-review review", user: { login: "member", id: 1, type: "User" } },
+    ]);
+    const logger = createLogger({ role: "worker", format: "json", stream: new PassThrough() });
+    await postReaction(
+      { pool, config: config({ apiUrl: github.url }), logger },
+      { repo: "acme/hello", commentId: 555, content: "eyes" },
+    );
+    expect(github.reactions.get(555)).toEqual([{ content: "eyes", user: "acme-review[bot]" }]);
   });
 });
