@@ -1,6 +1,6 @@
 import { realpath, stat } from "node:fs/promises";
 import { delimiter, isAbsolute, resolve, sep } from "node:path";
-import type { HostTool } from "../../shared/config/types.ts";
+import type { HostTool } from "../../shared/config/host-tool-types.ts";
 
 export type HostToolInput = Record<string, string | number | boolean>;
 

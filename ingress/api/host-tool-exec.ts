@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { HostTool } from "../../shared/config/types.ts";
+import type { HostTool } from "../../shared/config/host-tool-types.ts";
 import { type HostToolInput, type PreparedCall, prepareHostToolCall } from "./host-tool-call.ts";
 
 export const HOST_TOOL_TIMEOUT_MS = 120_000;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { HostTool } from "../../shared/config/types.ts";
+import type { HostTool } from "../../shared/config/host-tool-types.ts";
 import { badRequest } from "./errors.ts";
 import type { HostToolInput } from "./host-tool-call.ts";
 

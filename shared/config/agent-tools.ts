@@ -1,6 +1,7 @@
+import type { HostTool } from "./host-tool-types.ts";
 import { checkKeys, int, mapping, oneOf, quote, str, type YamlMap } from "./read.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
-import type { AgentAccess, CommandTarget, HostTool } from "./types.ts";
+import type { AgentAccess, CommandTarget } from "./types.ts";
 
 /**
  * Configuration of what agents may use: a pipeline's `tools` (host tools its runs may call),

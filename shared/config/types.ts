@@ -1,3 +1,4 @@
+import type { HostTool } from "./host-tool-types.ts";
 import type { PipelineSandbox, SandboxSettings } from "./sandbox-types.ts";
 import type { SecretSource } from "./secret-source.ts";
 /**
@@ -256,26 +257,6 @@ export interface BrokerConfig {
 
 export interface MetricsSettings {
   token: SecretSource;
-}
-
-/** `host_tools.<name>.input.<field>` */
-export interface HostToolInputSpec {
-  /** string, number, integer, boolean, or path (resolved inside the caller's worktree) */
-  type: string;
-  required: boolean;
-  description?: string;
-  /** `allow_options: true`: a value may start with "-" (otherwise it is refused) */
-  allowOptions?: boolean;
-}
-
-export interface HostTool {
-  name: string;
-  description: string;
-  input: Record<string, HostToolInputSpec>;
-  exec: string;
-  args: string[];
-  stdin?: string;
-  env: Record<string, string>;
 }
 
 /** `codehost.app` / `codehost.principals.<id>.app`: a GitHub App acting through installation tokens. */

@@ -9,8 +9,8 @@ import { withSavepoint, withTransaction } from "../../db/transaction.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob, type LaneJob } from "../../shared/queues.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import { countClaimed } from "../metrics.ts";
+import { afterDispatch } from "./after-dispatch.ts";
 import {
-  afterDispatch,
   type DispatchClaims,
   type DispatchDeps,
   type DispatchOutcome,

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
-import { transactionDb, wakeWorkers } from "../../db/boss.ts";
+import { transactionDb } from "../../db/boss.ts";
 import {
   endOvertaken,
   lockGroups,
@@ -11,7 +11,6 @@ import {
   type InvocationRow,
   insertQueuedRuns,
   insertWorkloadWithClaimedInvocation,
-  notifyInvocationCancelled,
   type QueuedRun,
 } from "../../db/invocations.ts";
 import { type LockedTrigger, lockTriggers, settleTriggerIn } from "../../db/trigger-status.ts";
@@ -26,7 +25,7 @@ import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
 import { concurrencyGroup } from "../event/group.ts";
 import { type ResolvedEvent, resolveEvent } from "../event/resolve.ts";
-import { type CommandReaction, postReaction } from "../outputs/reactions.ts";
+import type { CommandReaction } from "../outputs/reactions.ts";
 import { admit, type Gated } from "./admission.ts";
 import { noMatch, pipelinesFor, unknownReference } from "./dispatch-match.ts";
 import { laneFor } from "./lanes.ts";
@@ -337,9 +336,9 @@ async function createRun(
 }
 
 /** The lane of a created invocation that waits for its concurrency group's running one. */
-const WAITING = "waiting";
+export const WAITING = "waiting";
 /** The lane of a created invocation whose group already holds a newer event: it never runs. */
-const OVERTAKEN = "superseded";
+export const OVERTAKEN = "superseded";
 
 interface CreatedInvocation {
   workload: string;
@@ -347,62 +346,4 @@ interface CreatedInvocation {
   pipeline: string;
   /** its lane queue, `in-process` when this worker holds it, `waiting` for its concurrency group, or `superseded` */
   lane: string;
-}
-
-/** After the dispatch transaction committed: logs, and wakes the lanes it sent jobs to. */
-export function afterDispatch(
-  deps: DispatchDeps,
-  triggerId: string,
-  outcome: DispatchOutcome,
-): ClaimedRun | undefined {
-  const { logger } = deps;
-  if ((outcome.kind === "none" || outcome.kind === "dispatched") && outcome.gated)
-    logger.info("pipelines gated by the event's author", {
-      event: "dispatch.gated",
-      trigger: triggerId,
-      pipelines: outcome.gated.pipelines,
-      gate: outcome.gated.gate,
-    });
-  if ((outcome.kind === "none" || outcome.kind === "dispatched") && outcome.reaction)
-    void postReaction(deps, outcome.reaction);
-  switch (outcome.kind) {
-    case "missing":
-      logger.warn("dispatch job names no trigger", { event: "dispatch.missing_trigger", trigger: triggerId });
-      break;
-    case "discarded":
-      logger.info("trigger discarded", {
-        event: "trigger.discarded",
-        trigger: triggerId,
-        code: outcome.diagnostic.code,
-      });
-      break;
-    case "none":
-      logger.info("trigger fired no pipeline", {
-        event: "trigger.no_matching_pipeline",
-        trigger: triggerId,
-        code: outcome.diagnostic.code,
-      });
-      break;
-    case "dispatched":
-      // after the commit, never inside it (see wakeWorkers): the lane's workers look at once
-      for (const lane of new Set(outcome.created.map((entry) => entry.lane)))
-        if (lane !== "in-process" && lane !== WAITING && lane !== OVERTAKEN) wakeWorkers(deps.boss, lane);
-      for (const entry of outcome.created) {
-        logger.info("workload created", { event: "trigger.dispatched", trigger: triggerId, ...entry });
-      }
-      for (const run of outcome.superseded) {
-        logger.info("invocation superseded", {
-          event: "invocation.superseded",
-          invocation: run.id,
-          by: triggerId,
-        });
-        // the worker holding it stops at once instead of at its next heartbeat; a lost NOTIFY is
-        // caught by that heartbeat, so a failure here changes nothing
-        if (run.was === "running") void notifyInvocationCancelled(deps.pool, run.id).catch(() => {});
-      }
-      return outcome.claimed;
-    default:
-      break;
-  }
-  return undefined;
 }

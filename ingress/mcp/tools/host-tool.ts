@@ -1,4 +1,4 @@
-import type { HostTool } from "../../../shared/config/types.ts";
+import type { HostTool } from "../../../shared/config/host-tool-types.ts";
 import { type HostToolInput, HostToolRefused } from "../../api/host-tool-call.ts";
 import { runHostTool } from "../../api/host-tool-exec.ts";
 import { hostToolInputSchema } from "../../api/host-tool-input.ts";

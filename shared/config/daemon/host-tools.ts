@@ -1,7 +1,7 @@
 import { readStringMap } from "../env-map.ts";
+import type { HostTool } from "../host-tool-types.ts";
 import { bool, checkKeys, oneOf, str, strList, type YamlMap } from "../read.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "../source.ts";
-import type { HostTool } from "../types.ts";
 import { checkName, entries } from "./read-helpers.ts";
 
 export const HOST_TOOL_INPUT_TYPES = ["string", "number", "integer", "boolean", "path"] as const;
