@@ -10,6 +10,11 @@ import { buildImage } from "../../shared/sandbox/images.ts";
 import { freePort } from "./free-port.ts";
 
 const run = promisify(execFile);
+
+// dockerd and runc live in the sbin directories, which a minimal PATH (cron, a CI runner) may lack
+for (const dir of ["/usr/sbin", "/sbin"])
+  if (!(process.env.PATH ?? "").split(":").includes(dir))
+    process.env.PATH = `${process.env.PATH ?? ""}:${dir}`;
 const REPO = join(import.meta.dirname, "..", "..");
 const PACKAGES = { dockerd: "docker.io", "docker-registry": "docker-registry", mmdebstrap: "mmdebstrap" };
 /** What the base image holds besides Debian's essentials: what a `node:24-bookworm-slim` user would find. */
