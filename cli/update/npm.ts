@@ -16,18 +16,7 @@ export class NpmError extends Error {}
 
 /** `npm view <name> dist-tags versions --json`: what the configured registry publishes. */
 export async function publishedVersions(name: string, env: NodeJS.ProcessEnv): Promise<Published> {
-  let stdout: string;
-  try {
-    ({ stdout } = await execFileAsync("npm", ["view", name, "dist-tags", "versions", "--json"], {
-      env,
-      maxBuffer: 16 * 1024 * 1024,
-    }));
-  } catch (error) {
-    const failed = error as NodeJS.ErrnoException & { stdout?: string; stderr?: string };
-    if (failed.code === "ENOENT") throw new NpmError("npm is not on PATH; svc updates itself with npm");
-    const reason = npmErrorSummary(failed.stdout, failed.stderr);
-    throw new NpmError(`npm could not read ${name} from the registry (${await registry(env)}): ${reason}`);
-  }
+  const stdout = await npmView(name, ["dist-tags", "versions"], env);
   const answer = JSON.parse(stdout) as { "dist-tags"?: { latest?: string }; versions?: string | string[] };
   const versions = answer.versions === undefined ? [] : [answer.versions].flat();
   return { ...(answer["dist-tags"]?.latest ? { latest: answer["dist-tags"].latest } : {}), versions };
@@ -51,22 +40,7 @@ export async function releaseManifest(
   env: NodeJS.ProcessEnv,
 ): Promise<ReleaseManifest> {
   const spec = `${name}@${version}`;
-  let stdout: string;
-  try {
-    ({ stdout } = await execFileAsync(
-      "npm",
-      ["view", spec, "name", "version", "description", "svc", "--json"],
-      {
-        env,
-        maxBuffer: 16 * 1024 * 1024,
-      },
-    ));
-  } catch (error) {
-    const failed = error as NodeJS.ErrnoException & { stdout?: string; stderr?: string };
-    if (failed.code === "ENOENT") throw new NpmError("npm is not on PATH; svc updates itself with npm");
-    const reason = npmErrorSummary(failed.stdout, failed.stderr);
-    throw new NpmError(`npm could not read ${spec} from the registry (${await registry(env)}): ${reason}`);
-  }
+  const stdout = await npmView(spec, ["name", "version", "description", "svc"], env);
   // one release asked for, several fields: npm answers one object (nothing at all for no match)
   const answer: unknown = stdout.trim() ? JSON.parse(stdout) : {};
   return typeof answer === "object" && answer !== null && !Array.isArray(answer) ? answer : {};
@@ -108,4 +82,20 @@ function npmErrorSummary(stdout = "", stderr = ""): string {
     .map((text) => text.replace(/^npm (ERR!|error) ?/, "").trim())
     .find((text) => text && !text.startsWith("A complete log"));
   return line ?? "unknown error";
+}
+
+/** `npm view <spec> <fields> --json`'s output; a missing npm or a registry refusal is an NpmError naming both. */
+async function npmView(spec: string, fields: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  try {
+    const { stdout } = await execFileAsync("npm", ["view", spec, ...fields, "--json"], {
+      env,
+      maxBuffer: 16 * 1024 * 1024,
+    });
+    return stdout;
+  } catch (error) {
+    const failed = error as NodeJS.ErrnoException & { stdout?: string; stderr?: string };
+    if (failed.code === "ENOENT") throw new NpmError("npm is not on PATH; svc updates itself with npm");
+    const reason = npmErrorSummary(failed.stdout, failed.stderr);
+    throw new NpmError(`npm could not read ${spec} from the registry (${await registry(env)}): ${reason}`);
+  }
 }
