@@ -59,12 +59,17 @@ export async function openServices(
       },
     );
   // every agent's model calls pass it: the agents hold its tokens, never the credentials
-  const gateway = new ModelGateway({ db: opened.records, credentials: cooldowns, logger });
+  const gateway = new ModelGateway({
+    ...{ db: opened.records, credentials: cooldowns, logger },
+    daemonUrl: daemonUrl(config, env),
+  });
   opened.gateway = { gateway, worker: workerId };
   const gatewayUrl = await gateway.start();
   // what `svc doctor` reports of this worker's listener
   await recordGateway(pool, workerId, gatewayUrl);
-  logger.info(`model gateway listening at ${gatewayUrl}`, { event: "gateway.listening", url: gatewayUrl });
+  logger.info(`model gateway listening at ${gatewayUrl} and, for sandboxes, ${gateway.socketPath}`, {
+    ...{ event: "gateway.listening", url: gatewayUrl, socket: gateway.socketPath },
+  });
   // pg-boss's supervisor fails leases that missed their heartbeats: it looks once per heartbeat
   const monitorIntervalSeconds = Math.max(1, Math.round(heartbeatMs / 1000));
   const boss = await startBoss({ url: databaseUrl, max: 4, logger, monitorIntervalSeconds });

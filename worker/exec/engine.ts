@@ -16,8 +16,8 @@ export interface ProcessEngine {
   daemonUrl(workerUrl: string | undefined): string | undefined;
   /**
    * The worker's model gateway (worker/gateway/) as the engine's processes reach it, given its
-   * loopback address. Absent: the same address, which a host process reaches, and a container
-   * only with `network: host` (the sandbox's own path to the gateway is still to come).
+   * loopback address. Absent: that same address (a host process reaches it). A sandbox's agent
+   * reaches it through a forwarder on the container's own loopback (exec/sandbox/forwarder.ts).
    */
   modelGatewayUrl?(workerUrl: string): string;
   /** Ends what the engine holds for the run; it never rejects (a failure is the engine's to log). */

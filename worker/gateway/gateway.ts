@@ -1,10 +1,14 @@
+import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Queryable } from "../../db/queryable.ts";
 import type { Budget } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { GatewayAccount, type Lease, type LeaseRegistry } from "./account.ts";
 import { apiOfPath, clientBaseUrl, errorAnswer, routeOf, tokenOf } from "./apis.ts";
+import { forwardToDaemon } from "./daemon.ts";
 import { forward } from "./forward.ts";
 import { Ledger } from "./ledger.ts";
 import type { CredentialStates } from "./verdict.ts";
@@ -17,6 +21,8 @@ export interface GatewayDeps {
   db: Queryable;
   credentials: CredentialStates;
   logger: Logger;
+  /** where a sandboxed agent's requests to svc itself go on to (daemon.ts) */
+  daemonUrl?: string;
 }
 
 /**
@@ -33,17 +39,20 @@ export class ModelGateway implements LeaseRegistry {
   readonly #ledgers = new Map<string, Ledger>();
   readonly #linger = new Map<Ledger, NodeJS.Timeout>();
   #server: Server | undefined;
+  #socketServer: Server | undefined;
+  #socketDir: string | undefined;
   #url = "";
 
   constructor(deps: GatewayDeps) {
     this.#deps = deps;
   }
 
-  /** Listens on loopback, on `port` (0: any free one). */
+  /**
+   * Listens on loopback, on `port` (0: any free one), and on a unix socket in a directory of its
+   * own: the socket is what a sandbox's container mounts, its one way out (socketPath).
+   */
   async start(port = 0, host = "127.0.0.1"): Promise<string> {
-    const server = createServer({ noDelay: true, keepAlive: true }, (request, response) =>
-      this.#handle(request, response),
-    );
+    const server = this.#serve(false);
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -51,7 +60,31 @@ export class ModelGateway implements LeaseRegistry {
     });
     const address = server.address() as AddressInfo;
     this.#url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+    // short: a unix socket's path must fit in 107 bytes
+    this.#socketDir = await mkdtemp(join(tmpdir(), "svc-gateway-"));
+    const socket = this.socketPath as string;
+    const socketServer = this.#serve(true);
+    this.#socketServer = socketServer;
+    await new Promise<void>((resolve, reject) => {
+      socketServer.once("error", reject);
+      socketServer.listen(socket, () => resolve());
+    });
+    // the container's user is not the worker's; the directory is the worker's alone (0700), and
+    // a container sees the socket only through its own bind mount. Tokens guard what is behind it,
+    // as on the loopback port.
+    await chmod(socket, 0o666);
     return this.#url;
+  }
+
+  /** The unix socket a sandbox's container mounts (worker/exec/sandbox/forwarder.ts). */
+  get socketPath(): string | undefined {
+    return this.#socketDir ? join(this.#socketDir, "gateway.sock") : undefined;
+  }
+
+  #serve(sandboxed: boolean): Server {
+    return createServer({ noDelay: true, keepAlive: true }, (request, response) =>
+      this.#handle(request, response, sandboxed),
+    );
   }
 
   /** The listener's address, as the worker's own processes reach it. */
@@ -120,18 +153,28 @@ export class ModelGateway implements LeaseRegistry {
   async close(): Promise<void> {
     for (const timer of this.#linger.values()) clearTimeout(timer);
     this.#linger.clear();
-    const server = this.#server;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    for (const server of [this.#server, this.#socketServer]) {
+      if (!server) continue;
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+    if (this.#socketDir) await rm(this.#socketDir, { recursive: true, force: true });
   }
 
-  #handle(request: IncomingMessage, response: ServerResponse): void {
+  /**
+   * A model API call (`/v1/...`) with a gateway token goes to its target; on the sandboxes'
+   * socket, anything else goes on to the daemon with the caller's own token (daemon.ts).
+   */
+  #handle(request: IncomingMessage, response: ServerResponse, sandboxed: boolean): void {
     const raw = request.url ?? "/";
     // origin-form only: a request that names a URL of its own (absolute-form) is not forwarded there
     const queryAt = raw.indexOf("?");
     const path = queryAt === -1 ? raw : raw.slice(0, queryAt);
     const query = queryAt === -1 ? "" : raw.slice(queryAt);
+    if (sandboxed && path.startsWith("/") && !path.startsWith("/v1/")) {
+      forwardToDaemon(this.#deps.daemonUrl, path, query, request, response, this.#deps.logger);
+      return;
+    }
     const token = tokenOf(request.headers);
     const lease = token === undefined ? undefined : this.#leases.get(token);
     if (!lease) {

@@ -336,7 +336,8 @@ worker:
     };
     await limits(held.setup.Id);
     // the agent's container is made and started while the setup steps run, with the same limits,
-    // and no process of the run in it: only the engine's init and the idle process
+    // and no process of the run in it: only the engine's init, the idle process and svc's own
+    // forwarder to the model gateway (on network none, started with the container)
     const agent = await waitFor(
       async () =>
         (await containersOf(held.invocation)).find(
@@ -351,10 +352,13 @@ worker:
       Processes: string[][];
     };
     const args = top.Titles.indexOf("COMMAND");
-    expect(top.Processes.map((row) => row[args]).sort()).toEqual([
-      "/sbin/docker-init -- sleep infinity",
-      "sleep infinity",
-    ]);
+    const forwarder = (command: string) =>
+      command.startsWith("node -e ") && command.endsWith(" /svc/gateway.sock 7420");
+    expect(
+      top.Processes.map((row) => row[args]!)
+        .filter((command) => !forwarder(command))
+        .sort(),
+    ).toEqual(["/sbin/docker-init -- sleep infinity", "sleep infinity"]);
     // the limit holds inside: the cgroup the step runs in says so
     const exec = await engine.docker.getContainer(held.setup.Id).exec({
       Cmd: ["/bin/sh", "-c", "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max"],

@@ -1,12 +1,18 @@
 import { execFile } from "node:child_process";
-import { access, readFile, rm, writeFile } from "node:fs/promises";
-import { hostname } from "node:os";
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { promisify } from "node:util";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { putSecret } from "../../../db/secrets.ts";
+import { DEFAULT_SANDBOX_LIMITS } from "../../../shared/config/sandboxes.ts";
+import { createLogger } from "../../../shared/logger.ts";
+import { buildImage } from "../../../shared/sandbox/images.ts";
 import { createInstanceKey, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
+import { workspacePaths } from "../../../shared/workspace-layout.ts";
+import { RunSandbox } from "../../../worker/exec/sandbox/sandbox.ts";
 import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import {
@@ -52,6 +58,26 @@ fetch(process.env.SVC_MCP_URL, {
   .catch((e) => console.log(JSON.stringify({ error: String(e) })));
 '`;
 
+// from inside a network-none agent container: what answers, by TCP to host services and by HTTP
+// through the forwarder on the container's loopback (SVC_DAEMON_URL), with and without a token
+const REACH_AGENT = `cat > /dev/null; node -e '
+const net = require("node:net");
+const tcp = (port) => new Promise((resolve) => {
+  const socket = net.connect({ host: "127.0.0.1", port: Number(port) }, () => { socket.destroy(); resolve("open"); });
+  socket.on("error", () => resolve("closed"));
+});
+const http = (url, init) => fetch(url, { ...init, signal: AbortSignal.timeout(10000) }).then((r) => r.status, () => "unreachable");
+const token = { authorization: "Bearer " + process.env.SVC_MCP_TOKEN };
+const list = { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} };
+Promise.all([
+  tcp(process.env.MODEL_PORT),
+  tcp(5432),
+  http(process.env.SVC_DAEMON_URL + "/triggers"),
+  http(process.env.SVC_DAEMON_URL + "/v1/messages", { method: "POST", headers: { "x-api-key": "sk-ant-guess" }, body: "{}" }),
+  http(process.env.SVC_MCP_URL, { method: "POST", headers: { ...token, "content-type": "application/json", accept: "application/json, text/event-stream" }, body: JSON.stringify(list) }),
+]).then(([model, postgres, untokened, guessed, mcp]) => console.log(JSON.stringify({ daemon: process.env.SVC_DAEMON_URL, model, postgres, untokened, guessed, mcp })));
+'`;
+
 function facts(text: string): Record<string, string> {
   return Object.fromEntries(
     text
@@ -60,6 +86,9 @@ function facts(text: string): Record<string, string> {
       .map((line) => [line.slice(0, line.indexOf("=")), line.slice(line.indexOf("=") + 1)]),
   );
 }
+
+const SUMMARY_SCHEMA =
+  "result:\n  schema:\n    type: object\n    properties:\n      summary: { type: string }\n    required: [summary]\n";
 
 /**
  * Sandboxed runs end to end: a real dockerd (temporary directory, no bridge, no iptables) and a
@@ -124,7 +153,19 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
     database = await createTestDatabase(inject("adminDatabaseUrl"));
     const pipeline = (name: string, target: string, extra: string) =>
       `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [${name}-hook]\ntargets: [${target}]\ninstructions: run\nretain_checkout: true\n${extra}`;
-    const hooks = ["variant", "claude", "boxed", "tool", "slow", "hold", "plain", "bench-box", "bench-host"];
+    const hooks = [
+      "variant",
+      "claude",
+      "claude-host",
+      "reach",
+      "boxed",
+      "tool",
+      "slow",
+      "hold",
+      "plain",
+      "bench-box",
+      "bench-host",
+    ];
     dir = await writeConfigDir({
       "daemon.yaml": `webhooks:
   sources:
@@ -137,6 +178,10 @@ targets:
   tool:
     runtime: command
     command: ["/bin/sh", "-c", ${JSON.stringify(TOOL_AGENT)}]
+    timeout: 60s
+  reach:
+    runtime: command
+    command: ["/bin/sh", "-c", ${JSON.stringify(REACH_AGENT)}]
     timeout: 60s
   echo:
     runtime: command
@@ -191,10 +236,17 @@ worker:
       ),
       "pipelines/bench-box.yaml": pipeline("bench-box", "echo", "sandbox: {}\nsetup:\n  - run: 'true'\n"),
       "pipelines/bench-host.yaml": pipeline("bench-host", "echo", "setup:\n  - run: 'true'\n"),
-      "pipelines/claude.yaml": pipeline(
+      // sandboxes.network is none: the model API and svc only through the gateway's socket
+      "pipelines/claude.yaml": pipeline("claude", "claude", `sandbox: {}\n${SUMMARY_SCHEMA}`),
+      "pipelines/claude-host.yaml": pipeline(
+        "claude-host",
         "claude",
-        "claude",
-        "sandbox:\n  network: host\nresult:\n  schema:\n    type: object\n    properties:\n      summary: { type: string }\n    required: [summary]\n",
+        `sandbox:\n  network: host\n${SUMMARY_SCHEMA}`,
+      ),
+      "pipelines/reach.yaml": pipeline(
+        "reach",
+        "reach",
+        `env:\n  MODEL_PORT: "${new URL(anthropic.url).port}"\nsandbox: {}\n`,
       ),
       "pipelines/plain.yaml": pipeline(
         "plain",
@@ -270,7 +322,7 @@ worker:
       expect.objectContaining({
         image: "agent:default",
         present: true,
-        pipelines: ["bench-box", "boxed", "claude", "hold", "slow", "tool"],
+        pipelines: ["bench-box", "boxed", "claude", "claude-host", "hold", "reach", "slow", "tool"],
         source: `svc image pull (${engine.registryHost}/svc/agent:default)`,
       }),
       expect.objectContaining({ image: "studio:default", present: true, pipelines: [] }),
@@ -281,6 +333,41 @@ worker:
         source: `pulled on first use from ${engine.registryHost}/svc/agent:gpu`,
       },
     ]);
+  }, 300_000);
+
+  it("a container whose start fails once it was made (its image's user is in no /etc/passwd) is removed at once, not at the run's end", async () => {
+    // after svc image pull: agent:default is on the engine
+    const context = await mkdtemp(join(tmpdir(), "svc-ghost-image-"));
+    await writeFile(join(context, "Dockerfile"), "FROM agent:default\nUSER ghost\n");
+    await buildImage(engine.docker, context, "ghost-user:test", () => {});
+    await rm(context, { recursive: true, force: true });
+    const paths = workspacePaths(join(dir, "ghost"), "wl_ghost", "inv_ghost");
+    for (const path of [paths.checkout, paths.runDir, paths.surfaceDir, paths.logsDir])
+      await mkdir(path, { recursive: true });
+    const { setup } = new RunSandbox({
+      docker: engine.docker,
+      settings: {
+        ...{ engine: { socket: engine.socket }, network: "none", user: "1000:1000" },
+        ...{ limits: DEFAULT_SANDBOX_LIMITS, images: {} },
+      },
+      sandbox: { image: "ghost-user:test", mounts: [] },
+      ...{ configDir: dir, paths, invocationId: "inv_ghost", workerId: "w_ghost" },
+      logger: createLogger({ role: "worker", format: "json", stream: new PassThrough() }),
+    });
+    const outcome = await setup.run({
+      ...{ argv: ["true"], cwd: paths.checkout, env: {} },
+      logFile: join(paths.logsDir, "setup-0.log"),
+    });
+    const failure = {
+      code: "sandbox_start_failed",
+      message:
+        "starting the sandbox container from ghost-user:test failed: the image has no user named ghost in /etc/passwd",
+    };
+    expect(setup.failure()).toEqual(failure);
+    expect(outcome).toMatchObject({ exitCode: null, spawnError: failure.message });
+    // the run has not ended (close() was not called): the container is gone already
+    expect(await containersOf("inv_ghost")).toEqual([]);
+    await setup.close();
   }, 300_000);
 
   it("svc image pull logs in to a registry that wants it, with the password stored as registry/password", async () => {
@@ -378,19 +465,46 @@ worker:
     await expect(readFile(join(dir, "host-tool-ran"))).rejects.toThrow(/ENOENT/);
   }, 120_000);
 
-  it("a Claude Code agent runs in the container: the pinned CLI of the image, the model API and svc's tools over the host network", async () => {
-    const { invocations } = await fireAndWait("claude-hook");
+  // the first answer asks for svc's submit_note: offered only when the CLI reached /mcp from the box
+  const claudeRun = async (hook: string) => {
+    const before = anthropic.seen("sk-ant-boxed", "/v1/messages").length;
+    const { invocations } = await fireAndWait(hook);
     expect(invocations[0].diagnostic).toBeNull();
     expect(invocations[0].result).toEqual({ summary: "boxed" });
-    const calls = anthropic.seen("sk-ant-boxed", "/v1/messages");
-    // the first answer asked for svc's submit_note: offered only when the CLI reached /mcp from the box
-    expect(calls.length).toBeGreaterThanOrEqual(2);
+    // the model API saw the real key, which only the gateway holds
+    expect(anthropic.seen("sk-ant-boxed", "/v1/messages").length - before).toBeGreaterThanOrEqual(2);
     const { rows } = await pool.query("SELECT title FROM svc.notes WHERE invocation_id = $1", [
       invocations[0].id,
     ]);
     expect(rows).toEqual([{ title: "from the box" }]);
     expect(await containersOf(invocations[0].id)).toEqual([]);
+  };
+
+  it("a Claude Code agent runs in a container with network none: the pinned CLI of the image, its model and svc's tools through the gateway's socket", async () => {
+    await claudeRun("claude-hook");
   }, 180_000);
+
+  it("with network host the same agent reaches the gateway and svc on the worker's loopback", async () => {
+    await claudeRun("claude-host-hook");
+  }, 180_000);
+
+  it("from inside a network-none agent container nothing but the gateway answers, and it carries only what a token allows", async () => {
+    const { invocations } = await fireAndWait("reach-hook");
+    expect(invocations[0].diagnostic).toBeNull();
+    expect(invocations[0].result).toEqual({
+      // the forwarder on the container's own loopback, not sandboxes.mcp_url (unset) nor the worker's address
+      daemon: "http://127.0.0.1:7420",
+      // the model API and Postgres listen on the host's loopback: not the container's
+      model: "closed",
+      postgres: "closed",
+      // to the daemon only with a bearer token: never as the worker's loopback client
+      untokened: 401,
+      // a model call only with a live gateway token
+      guessed: 401,
+      // the run's own token reaches svc's tools
+      mcp: 200,
+    });
+  }, 120_000);
 
   it("a timeout ends the run and removes its container", async () => {
     const { invocations } = await fireAndWait("slow-hook");

@@ -19,6 +19,7 @@ export interface ContainerSource {
   handOverAgentFiles(): void;
   failure(): Diagnostic | undefined;
   daemonUrl(workerUrl: string | undefined): string | undefined;
+  modelGatewayUrl(workerUrl: string): string;
 }
 
 /**
@@ -47,6 +48,10 @@ export class SandboxEngine implements ProcessEngine {
 
   daemonUrl(workerUrl: string | undefined): string | undefined {
     return this.#source.daemonUrl(workerUrl);
+  }
+
+  modelGatewayUrl(workerUrl: string): string {
+    return this.#source.modelGatewayUrl(workerUrl);
   }
 
   run(spec: ProcessSpec): Promise<ProcessOutcome> {

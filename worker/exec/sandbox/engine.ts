@@ -29,7 +29,13 @@ export function dockerFor(settings: SandboxSettings): Docker {
  * that first needed it made of the failed start.
  */
 export function openSandbox(
-  run: { config: Readonly<ConfigSnapshot>; logger: Logger; workerId: string },
+  run: {
+    config: Readonly<ConfigSnapshot>;
+    logger: Logger;
+    workerId: string;
+    /** the worker's model gateway: its socket is mounted into the agent's container */
+    gateway?: { socketPath: string | undefined };
+  },
   sandbox: PipelineSandbox,
   where: { paths: Workspace; invocationId: string },
 ): RunEngines {
@@ -42,6 +48,7 @@ export function openSandbox(
     ...where,
     workerId: run.workerId,
     logger: run.logger,
+    ...(run.gateway?.socketPath ? { gatewaySocket: run.gateway.socketPath } : {}),
   });
   return { setup, agent };
 }

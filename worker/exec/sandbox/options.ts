@@ -2,6 +2,7 @@ import type Docker from "dockerode";
 import type { PipelineSandbox, SandboxSettings } from "../../../shared/config/sandbox-types.ts";
 import type { Logger } from "../../../shared/logger.ts";
 import type { Workspace } from "../../../shared/workspace-layout.ts";
+import { CONTAINER_GATEWAY_SOCKET } from "./forwarder.ts";
 import { CONTAINER_HOME, CONTAINER_PATHS } from "./paths.ts";
 
 /** What a run's sandbox is made from. */
@@ -14,10 +15,25 @@ export interface SandboxRequest {
   invocationId: string;
   workerId: string;
   logger: Logger;
+  /** the worker's model gateway socket: absent, a container reaches the gateway only with `network: host` */
+  gatewaySocket?: string;
 }
 
 /** The labels the sweeper finds a worker's containers by, and the part of the run a container is for. */
 export const LABELS = { invocation: "svc.invocation", worker: "svc.worker", role: "svc.role" } as const;
+
+/** The container's network: the pipeline's `sandbox.network`, else `sandboxes.network`. */
+export function networkOf(request: Pick<SandboxRequest, "sandbox" | "settings">): string {
+  return request.sandbox.network ?? request.settings.network;
+}
+
+/**
+ * Whether the agent's container reaches the gateway (and svc) through the forwarder on its own
+ * loopback (forwarder.ts): every network but the host's, on which the worker's loopback is its own.
+ */
+export function throughForwarder(request: SandboxRequest): boolean {
+  return request.gatewaySocket !== undefined && networkOf(request) !== "host";
+}
 
 /** Which of a run's two containers: its setup steps', or its agent's (docs/operations.md, "Sandboxed runs"). */
 export type SandboxRole = "setup" | "agent";
@@ -39,6 +55,10 @@ export function createOptions(
     `${paths.runDir}:${CONTAINER_PATHS.runDir}:rw`,
     `${paths.surfaceDir}:${CONTAINER_PATHS.surfaceDir}:rw`,
     ...(role === "agent" ? [`${paths.agentDir}:${CONTAINER_PATHS.agentDir}:rw`] : []),
+    // the agent's one way out on a network that is not the host's: the gateway, nothing else
+    ...(role === "agent" && throughForwarder(request)
+      ? [`${request.gatewaySocket}:${CONTAINER_GATEWAY_SOCKET}:ro`]
+      : []),
     ...sandbox.mounts.map((mount) => `${mount.host}:${mount.container}:${mount.readOnly ? "ro" : "rw"}`),
   ];
   const { memoryBytes, cpus, pids, tmpfsBytes } = settings.limits;
@@ -53,7 +73,7 @@ export function createOptions(
     Labels: { [LABELS.invocation]: invocationId, [LABELS.worker]: workerId, [LABELS.role]: role },
     HostConfig: {
       Binds: binds,
-      NetworkMode: sandbox.network ?? settings.network,
+      NetworkMode: networkOf(request),
       CapDrop: ["ALL"],
       SecurityOpt: ["no-new-privileges"],
       ReadonlyRootfs: true,

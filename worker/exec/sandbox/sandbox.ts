@@ -9,8 +9,9 @@ import {
 } from "../../../shared/sandbox/engine.ts";
 import { ensureVariant, variantOf } from "../../../shared/sandbox/images.ts";
 import { type ContainerSource, SandboxEngine, type SandboxLog } from "./container.ts";
+import { CONTAINER_GATEWAY_URL, startForwarder } from "./forwarder.ts";
 import { handOver } from "./handover.ts";
-import { createOptions, type SandboxRequest, type SandboxRole } from "./options.ts";
+import { createOptions, type SandboxRequest, type SandboxRole, throughForwarder } from "./options.ts";
 import { containerUser, type NumericUser } from "./user.ts";
 
 /**
@@ -46,10 +47,20 @@ export class RunSandbox implements ContainerSource {
     return this.#failure;
   }
 
-  /** The agent reaches the daemon at sandboxes.mcp_url: the worker's own address may mean nothing inside. */
+  /**
+   * The daemon as the agent reaches it: at sandboxes.mcp_url when the operator named a way through
+   * the container's network, else through the forwarder to the gateway's socket (which passes on
+   * to the daemon), else (network host) at the worker's own address.
+   */
   daemonUrl(workerUrl: string | undefined): string | undefined {
     const { mcpUrl } = this.#request.settings;
-    return mcpUrl ? mcpUrl.replace(/\/mcp$/, "") : workerUrl;
+    if (mcpUrl) return mcpUrl.replace(/\/mcp$/, "");
+    return throughForwarder(this.#request) ? CONTAINER_GATEWAY_URL : workerUrl;
+  }
+
+  /** The model gateway as the agent reaches it: the forwarder, or with `network: host` the worker's loopback. */
+  modelGatewayUrl(workerUrl: string): string {
+    return throughForwarder(this.#request) ? CONTAINER_GATEWAY_URL : workerUrl;
   }
 
   removed(role: SandboxRole): boolean {
@@ -96,7 +107,6 @@ export class RunSandbox implements ContainerSource {
   #ready(role: SandboxRole, log: SandboxLog): Promise<Docker.Container | undefined> {
     let ready = this.#readies.get(role);
     if (ready) return ready;
-    const { paths } = this.#request;
     ready = (async () => {
       this.#image ??= this.#makeImage(log);
       const image = await this.#image;
@@ -107,24 +117,45 @@ export class RunSandbox implements ContainerSource {
         createOptions(this.#request, role, image, user),
       );
       this.#created.set(role, container);
-      this.#owner ??= await containerUser(container, user);
-      // before the first container starts: no process of the run is alive yet
-      if (!this.#handedOver) {
-        for (const dir of [paths.checkout, paths.runDir, paths.surfaceDir]) handOver(dir, this.#owner);
-        this.#handedOver = true;
+      try {
+        return await this.#bringUp(role, container, user, log);
+      } catch (error) {
+        // a container that never became the run's is removed now: nothing else of the run uses it,
+        // and it would otherwise wait for the run's end, or a sweeper pass if the worker died (a
+        // remove() under way meanwhile waits for this promise, then finds it gone)
+        await this.#discard(role, container);
+        throw error;
       }
-      // the agent's container is made and started beside the setup container's start and steps, so
-      // the agent waits for little more than the setup container's stop; an error in making it
-      // comes back when the agent starts
-      if (role === "setup") this.#ready("agent", log).catch(() => {});
-      // no setup container mounts the agent's folder
-      if (role === "agent") handOver(paths.agentDir, this.#owner);
-      if (this.removed(role)) return undefined;
-      await container.start();
-      return container;
     })();
     this.#readies.set(role, ready);
     return ready;
+  }
+
+  /** A created container's user checked, the run's folders handed to it, and the container started. */
+  async #bringUp(
+    role: SandboxRole,
+    container: Docker.Container,
+    user: string,
+    log: SandboxLog,
+  ): Promise<Docker.Container | undefined> {
+    const { paths } = this.#request;
+    this.#owner ??= await containerUser(container, user);
+    // before the first container starts: no process of the run is alive yet
+    if (!this.#handedOver) {
+      for (const dir of [paths.checkout, paths.runDir, paths.surfaceDir]) handOver(dir, this.#owner);
+      this.#handedOver = true;
+    }
+    // the agent's container is made and started beside the setup container's start and steps, so
+    // the agent waits for little more than the setup container's stop; an error in making it
+    // comes back when the agent starts
+    if (role === "setup") this.#ready("agent", log).catch(() => {});
+    // no setup container mounts the agent's folder
+    if (role === "agent") handOver(paths.agentDir, this.#owner);
+    if (this.removed(role)) return undefined;
+    await container.start();
+    // before the agent's first process: its model and svc are behind the forwarder
+    if (role === "agent" && throughForwarder(this.#request)) await startForwarder(container);
+    return container;
   }
 
   /** Before each agent process: what the worker wrote for it (its token file, a fresh HOME) becomes the container user's. */
@@ -171,8 +202,19 @@ export class RunSandbox implements ContainerSource {
     removal = (async () => {
       // a container still being made or started is removed once it is
       await this.#readies.get(role)?.catch(() => undefined);
-      await this.#created.get(role)?.remove({ force: true, v: true });
-    })().catch((error) => {
+      const container = this.#created.get(role);
+      if (container) await this.#discard(role, container);
+    })();
+    this.#removals.set(role, removal);
+    return removal;
+  }
+
+  /**
+   * Removes one container (force: every process in it is killed first); never rejects. A removal
+   * the engine refuses is logged and left to the sweeper, which finds the container by its labels.
+   */
+  #discard(role: SandboxRole, container: Docker.Container): Promise<void> {
+    return container.remove({ force: true, v: true }).catch((error) => {
       if (engineStatus(error) === 404) return; // already gone
       this.#request.logger.warn("removing the sandbox container failed; the sweeper removes it later", {
         event: "sandbox.remove_failed",
@@ -181,8 +223,6 @@ export class RunSandbox implements ContainerSource {
         error: (error as Error).message,
       });
     });
-    this.#removals.set(role, removal);
-    return removal;
   }
 
   /** The image, made first if it is a variant this host lacks; undefined (with `failure`) when it is missing. */
