@@ -30,8 +30,9 @@ function gitEnv(): Record<string, string> {
   };
 }
 
-async function git(args: string[], cwd?: string): Promise<void> {
-  await execFileAsync("git", args, { cwd, env: gitEnv(), maxBuffer: 16 * 1024 * 1024 });
+async function git(args: string[], cwd?: string): Promise<string> {
+  const { stdout } = await execFileAsync("git", args, { cwd, env: gitEnv(), maxBuffer: 16 * 1024 * 1024 });
+  return stdout;
 }
 
 export class CheckoutError extends Error {}
@@ -111,8 +112,20 @@ export async function prepareWorkspace(
     mkdirSync(temporary, { mode: 0o700 });
     const branchArgs = checkout.branch && !checkout.sha ? ["--branch", checkout.branch] : [];
     await git(["clone", "--quiet", "--no-hardlinks", ...branchArgs, "--", checkout.cloneUrl, temporary]);
-    if (checkout.sha)
-      await git(["-c", "advice.detachedHead=false", "checkout", "--quiet", checkout.sha], temporary);
+    if (checkout.sha) {
+      // the event's sha is the sender's: resolved to a commit id first, never read as an option
+      // (`git checkout` of this git takes no --end-of-options before a revision)
+      const commit = await git(
+        ["rev-parse", "--verify", "--end-of-options", `${checkout.sha}^{commit}`],
+        temporary,
+      ).catch(() => {
+        throw new CheckoutError(`${JSON.stringify(checkout.sha)} names no commit of the repository`);
+      });
+      await git(
+        ["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit.trim()],
+        temporary,
+      );
+    }
     await rm(paths.checkout, { recursive: true, force: true });
     await rename(temporary, paths.checkout);
   } catch (error) {

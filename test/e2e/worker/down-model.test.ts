@@ -23,9 +23,9 @@ import { type RoleProcess, startWorkerProcess } from "./processes.ts";
  * one.
  */
 const RUNS = 80;
-const MIN_SECONDS = 10;
+const MIN_SECONDS = 15;
 const MIN_ROUNDS = 3;
-const MAX_ROUNDS = 12;
+const MAX_ROUNDS = 16;
 /** What the loopback model answers to a rewrite. */
 const REWRITTEN = "production deploys weekdays";
 /** What each run searches without a rewrite: the event name and the no-op pipeline's instructions. */
@@ -277,12 +277,12 @@ describe.skipIf(unavailable)(
       const probes = failures(hanging).filter((line) => line.probe === true).length;
       expect(dns.queries).toBeGreaterThan(0);
       expect(dns.queries).toBeLessThanOrEqual(4 * (1 + probes));
-      // the rates, last: a failed bound above says more about why than a slow drain does. Alone on
-      // the machine the down drains read 0.8-1.0 of the reachable one (issue 46 asks 0.7); beside
-      // another test file of the suite one read 0.69, so the bound here is what no held run could
-      // reach (without the cool-down: 0.35), not the figure itself
-      expect(rate(refused)).toBeGreaterThanOrEqual(0.5 * rate(reachable));
-      expect(rate(hanging)).toBeGreaterThanOrEqual(0.5 * rate(reachable));
+      // the rates, last: a failed bound above says more about why than a slow drain does. The down
+      // drains pay fixed costs (the first runs' bounded wait, one probe per cool-down) that a longer
+      // drain spreads thinner; interleaved rounds put the machine's other load on every case alike.
+      // Without the cool-down they read 0.35
+      expect(rate(refused)).toBeGreaterThanOrEqual(0.7 * rate(reachable));
+      expect(rate(hanging)).toBeGreaterThanOrEqual(0.7 * rate(reachable));
     });
   },
 );

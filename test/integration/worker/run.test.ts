@@ -256,6 +256,30 @@ sleep 300
     expect(existsSync(join(dir, "workspaces", workloads[0].id, "checkout"))).toBe(false);
   });
 
+  it("a head sha that is an option of git checkout is no option: the run fails setup_failed, no branch is made", async () => {
+    // without the defence, `git checkout --orphan=pwned` succeeds and the run goes on on a new branch
+    const payload = {
+      action: "opened",
+      repository: { full_name: "acme/widgets" },
+      pull_request: { head: { sha: "--orphan=pwned", ref: "feature" } },
+    };
+    const id = await fire(pool, boss, {
+      kind: "codehost",
+      source: "github",
+      eventName: "pull_request.opened",
+      payload,
+    });
+    expect((await waitForTrigger(pool, id)).diagnostic.code).toBe("setup_failed");
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].status).toBe("failed");
+    expect(invocations[0].diagnostic).toMatchObject({
+      code: "setup_failed",
+      field: "checkout",
+      message:
+        'cloning acme/widgets at --orphan=pwned failed: "--orphan=pwned" names no commit of the repository',
+    });
+  });
+
   it("an event for another repository fires nothing: completed with no_matching_pipeline", async () => {
     const payload = { action: "opened", repository: { full_name: "acme/other" } };
     const id = await fire(pool, boss, {
