@@ -36,7 +36,7 @@ export async function copySources(documents: readonly SourceDocument[], runDir: 
 }
 
 /** `browse`: `RUN_DIR/knowledge/CATALOG.md`, one entry per document: title, path, first line. */
-export async function writeCatalog(knowledge: Knowledge, runDir: string): Promise<string> {
+export async function writeCatalog(knowledge: Pick<Knowledge, "list">, runDir: string): Promise<string> {
   const documents = await knowledge.list();
   const lines = [
     "# Knowledge catalogue",

@@ -1,3 +1,5 @@
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import type { InvocationKnowledge } from "../../db/invocation-knowledge.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { copySources, writeCatalog } from "../../shared/knowledge/delivery.ts";
@@ -59,8 +61,7 @@ export async function prepareRunKnowledge(
   if (!knowledge || knowledge.documentCount === 0 || !delivery) return { passages: [] };
   const record: InvocationKnowledge = { method, method_used: null, delivery, sources: [] };
   let passages: Passage[] = [];
-  if (delivery === "file" || delivery === "browse") await copySources(knowledge.documents, input.runDir);
-  if (delivery === "browse") await writeCatalog(knowledge, input.runDir);
+  // `file` and `browse` placed their files before the run's first process (placeKnowledgeFiles)
   if (delivery === "prompt" && method !== "none") {
     const text = searchText(input);
     const result = await retrieve(
@@ -84,6 +85,25 @@ export async function prepareRunKnowledge(
   return delivery === "prompt"
     ? { passages, record }
     : { passages, record, note: note(delivery, input.runDir) };
+}
+
+/**
+ * `file` and `browse`: the documents copied into RUN_DIR/knowledge/ (with CATALOG.md for
+ * `browse`) before the run's first process starts, while nothing of the run can swap a directory
+ * the copy goes through for a link to a host directory. What an earlier attempt of the run left
+ * there (such a link included) is removed first, never followed.
+ */
+export async function placeKnowledgeFiles(
+  knowledge: Pick<Knowledge, "documentCount" | "documents" | "list"> | undefined,
+  pipeline: Pick<Pipeline, "knowledge">,
+  runDir: string,
+): Promise<void> {
+  const { delivery } = pipeline.knowledge;
+  if (!knowledge || knowledge.documentCount === 0) return;
+  if (delivery !== "file" && delivery !== "browse") return;
+  await rm(join(runDir, "knowledge"), { recursive: true, force: true });
+  await copySources(knowledge.documents, runDir);
+  if (delivery === "browse") await writeCatalog(knowledge, runDir);
 }
 
 /** The event name, the instructions and the payload's text values: what the run is about. */

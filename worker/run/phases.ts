@@ -9,7 +9,7 @@ import { publishOutputs } from "../outputs/publish.ts";
 import { runAgentOnTargets } from "./agent.ts";
 import { recordSurface } from "./artifacts.ts";
 import { eventEnvironment } from "./environment.ts";
-import { prepareRunKnowledge, type RunKnowledge } from "./knowledge.ts";
+import { placeKnowledgeFiles, prepareRunKnowledge, type RunKnowledge } from "./knowledge.ts";
 import { runGate } from "./output-gate.ts";
 import { previousHead } from "./previous-head.ts";
 import { openRunSecrets } from "./run-secrets.ts";
@@ -94,6 +94,7 @@ async function runProcesses(run: RunState): Promise<RunEnd> {
     }
     return knowledge;
   };
+  await placeKnowledgeFiles(deps.knowledge, input.pipeline, input.paths.runDir);
   const setupEnd = await runSetupSteps(run, retrieve).finally(() => retrieve().catch(() => {}));
   // what retrieval delivered is recorded on the invocation however the run ends: by the agent's
   // first task start (agent.ts, the same statement), or here

@@ -65,6 +65,11 @@ describe("knowledge delivered into runs: a command agent sees it", { timeout: 12
         prompted: deliver("prompted", { method: "bm25", delivery: "prompt" }),
         hybrid: deliver("hybrid", { method: "hybrid" }),
         mounted: deliver("mounted", { method: "none", delivery: "file" }),
+        // its first step fails unless the documents are in place before any process of the run
+        placed: {
+          ...deliver("placed", { method: "none", delivery: "file" }),
+          setup: [{ run: 'test -f "$RUN_DIR/knowledge/backups.md"' }],
+        },
         browsing: deliver("browsing", { method: "none", delivery: "browse" }),
         searching: deliver("searching", { method: "none", delivery: "search" }),
         plain: deliver("plain", { method: "none" }),
@@ -111,6 +116,11 @@ describe("knowledge delivered into runs: a command agent sees it", { timeout: 12
     const invocation = await run("mounted");
     expect(invocation.result).toMatchObject({ prompt: false, file: true, nested: true, catalog: false });
     expect(invocation.knowledge).toMatchObject({ method: "none", method_used: null, delivery: "file" });
+  });
+
+  it("file: the documents are in place before the run's first process, so no step races the copy", async () => {
+    const invocation = await run("placed");
+    expect(invocation.result).toMatchObject({ file: true });
   });
 
   it("browse: RUN_DIR/knowledge/CATALOG.md lists every document with title, path and first line", async () => {
