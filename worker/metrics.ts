@@ -11,6 +11,7 @@ import { listTaskDurations } from "../db/tasks.ts";
 import { isLoopbackHost } from "../shared/config/network.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
 import type { Logger } from "../shared/logger.ts";
+import { loopbackVerdict } from "../shared/loopback-client.ts";
 import { readInstanceKey } from "../shared/secrets/instance-key.ts";
 
 /**
@@ -181,6 +182,20 @@ export async function startWorkerMetricsServer(deps: {
         .end(
           JSON.stringify({ error: { code: "not_found", message: "the worker serves only GET /metrics" } }),
         );
+      return;
+    }
+    // a local install's worker has no token to ask for: it serves local programs, never a web page
+    // in the operator's browser (a DNS-rebinding name, a cross-site fetch)
+    const refused = expected ? undefined : loopbackVerdict(req);
+    if (refused && !refused.local) {
+      res.writeHead(401, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          error: {
+            code: "unauthenticated",
+            message: `the worker's metrics answer only local programs on a local install, and this request is not one: ${refused.refused ?? "it came through a proxy or from another host"}`,
+          },
+        }),
+      );
       return;
     }
     if (expected && !bearerMatches(req, expected)) {

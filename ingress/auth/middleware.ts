@@ -4,6 +4,7 @@ import { isLoopbackHost } from "../../shared/config/network.ts";
 import type { SecretSource } from "../../shared/config/secret-source.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
+import { loopbackVerdict } from "../../shared/loopback-client.ts";
 import { ApiError } from "../api/errors.ts";
 import {
   BrokerScopeClaimError,
@@ -12,7 +13,6 @@ import {
   createBrokerVerifier,
   looksLikeJwt,
 } from "./broker.ts";
-import { loopbackVerdict } from "./loopback.ts";
 import { LOCAL_PRINCIPAL, type Principal, refusal } from "./principal.ts";
 import { createTokenResolver } from "./tokens.ts";
 

@@ -60,7 +60,7 @@ export function crossesOwnerBoundary(principal: Principal): boolean {
   return principal.scopes.includes("*") || principal.scopes.includes("workloads:admin");
 }
 
-/** The anonymous loopback client: a local program talking to the ingress directly (see auth/loopback.ts). */
+/** The anonymous loopback client: a local program talking to the ingress directly (see shared/loopback-client.ts). */
 export const LOCAL_PRINCIPAL: Principal = Object.freeze({
   owner: "local",
   scopes: Object.freeze(["*"]),

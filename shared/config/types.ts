@@ -305,7 +305,7 @@ export interface ConfigSnapshot {
     trustedProxies?: readonly string[];
     /**
      * `server.loopback_star`: whether a local program on loopback acts with `*` without a token
-     * (ingress/auth/loopback.ts); absent means true. False for installs behind a same-host TCP proxy.
+     * (shared/loopback-client.ts); absent means true. False for installs behind a same-host TCP proxy.
      */
     loopbackStar?: boolean;
     /** the daemon's address as people reach it (links in posted comments), no trailing slash */

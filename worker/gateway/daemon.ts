@@ -15,7 +15,7 @@ const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent
  * goes on to the daemon with the agent's own bearer token, which the daemon checks as it checks any
  * caller's. The worker's connection to the daemon may come from loopback, so the request carries a
  * `Forwarded` header: the daemon then never takes it for the local client with `*` (the loopback
- * rule, ingress/auth/loopback.ts), and one without a token is refused here before it leaves.
+ * rule, shared/loopback-client.ts), and one without a token is refused here before it leaves.
  */
 export function forwardToDaemon(
   daemonUrl: string | undefined,

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
-import { loopbackVerdict } from "../../../ingress/auth/loopback.ts";
+import { loopbackVerdict } from "../../../shared/loopback-client.ts";
 
 /** A request as the ingress's socket sees it: peer, the port it was accepted on, headers. */
 function request(headers: Record<string, string>, peer = "127.0.0.1", port = 7420): IncomingMessage {

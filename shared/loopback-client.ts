@@ -1,7 +1,14 @@
 import type { IncomingMessage } from "node:http";
 import { isIP } from "node:net";
-import { isLoopbackHost } from "../../shared/config/network.ts";
-import { FORWARDING_HEADERS } from "./client.ts";
+import { isLoopbackHost } from "./config/network.ts";
+
+/**
+ * Headers a proxy adds to say whom it forwards for; their presence means "not from this machine".
+ * A reverse proxy on the same host connects from 127.0.0.1 too; it is told apart by the
+ * `X-Forwarded-For` it adds (deploy/nginx/svc-proxy.conf does). One that adds none (a TCP proxy,
+ * `ssh -L`) cannot be told apart: `server.loopback_star: false` is for such installs.
+ */
+export const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-real-ip"] as const;
 
 /**
  * Whether a request without a token acts as the local client (`*`, owner `local`). `refused` is
