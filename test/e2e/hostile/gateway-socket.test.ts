@@ -1,28 +1,8 @@
 import { rm } from "node:fs/promises";
-import { request as httpRequest, type RequestOptions } from "node:http";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { rawRequest } from "../../support/raw-http.ts";
 import { type RoleProcess, startIngress, startWorkerProcess, writeConfigDir } from "../worker/processes.ts";
-
-interface Answer {
-  status: number;
-  body: string;
-}
-
-function send(options: RequestOptions): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(options, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => {
-        body += chunk;
-      });
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
 
 /**
  * A sandboxed agent's one way out is the worker's gateway socket, mounted into its container; what
@@ -66,7 +46,7 @@ describe("hostile: a sandbox borrows the worker's loopback through the gateway s
   });
 
   it("the daemon gives a loopback client without a token `*` (what the attack would borrow)", async () => {
-    const direct = await send({
+    const direct = await rawRequest({
       host: "127.0.0.1",
       port: Number(new URL(url).port),
       path: "/triggers",
@@ -76,14 +56,14 @@ describe("hostile: a sandbox borrows the worker's loopback through the gateway s
   });
 
   it("the same request through the socket is refused by the gateway before it reaches the daemon", async () => {
-    const through = await send({
+    const through = await rawRequest({
       socketPath,
       path: "/triggers",
       method: "GET",
       headers: { host: "127.0.0.1" },
     });
     expect(through.status).toBe(401);
-    expect(JSON.parse(through.body)).toEqual({
+    expect(JSON.parse(through.text)).toEqual({
       error: {
         code: "unauthenticated",
         message: "svc's gateway forwards to the daemon only a request with a bearer token",
@@ -92,7 +72,7 @@ describe("hostile: a sandbox borrows the worker's loopback through the gateway s
   });
 
   it("a request with a bearer token goes on to the daemon, which judges that token", async () => {
-    const through = await send({
+    const through = await rawRequest({
       socketPath,
       path: "/triggers",
       method: "GET",
@@ -100,18 +80,18 @@ describe("hostile: a sandbox borrows the worker's loopback through the gateway s
     });
     expect(through.status).toBe(401);
     // the daemon's own refusal, not the gateway's
-    expect(JSON.parse(through.body).error.message).not.toMatch(/gateway/);
+    expect(JSON.parse(through.text).error.message).not.toMatch(/gateway/);
   });
 
   it("a model call through the socket needs a live gateway token, as on the loopback port", async () => {
-    const through = await send({
+    const through = await rawRequest({
       socketPath,
       path: "/v1/messages",
       method: "POST",
       headers: { host: "127.0.0.1", "x-api-key": "sk-ant-guess" },
     });
     expect(through.status).toBe(401);
-    expect(JSON.parse(through.body)).toMatchObject({
+    expect(JSON.parse(through.text)).toMatchObject({
       type: "error",
       error: { type: "authentication_error" },
     });

@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -13,6 +12,7 @@ import {
   tokensBlock,
 } from "../../integration/api/support.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { rawRequest } from "../../support/raw-http.ts";
 
 /**
  * A web page in the operator's browser attacks the daemon on the operator's own machine. The
@@ -64,29 +64,7 @@ function send(
   body?: string,
 ): Promise<Answer> {
   const port = Number(new URL(harness.url).port);
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      {
-        host: "127.0.0.1",
-        port,
-        method,
-        path,
-        setHost: false,
-        headers: {
-          ...headers,
-          ...(body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
+  return rawRequest({ host: "127.0.0.1", port, method, path, setHost: false, headers }, body);
 }
 
 const hostOf = (harness: ApiHarness) => new URL(harness.url).host;

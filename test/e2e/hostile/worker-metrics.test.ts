@@ -1,23 +1,12 @@
 import { rm } from "node:fs/promises";
-import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { freePort } from "../../support/free-port.ts";
+import { rawRequest } from "../../support/raw-http.ts";
 import { type RoleProcess, startWorkerProcess, writeConfigDir } from "../worker/processes.ts";
 
-function get(port: number, headers: Record<string, string>): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path: "/metrics", method: "GET", headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => {
-        body += chunk;
-      });
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on("error", reject);
-    req.end();
-  });
+function get(port: number, headers: Record<string, string>) {
+  return rawRequest({ host: "127.0.0.1", port, path: "/metrics", method: "GET", headers });
 }
 
 /**
@@ -51,14 +40,14 @@ describe("hostile: a web page reads a local worker's metrics", () => {
   it("a local program (curl, Prometheus on this host) reads them", async () => {
     const answer = await get(port, { host: `127.0.0.1:${port}` });
     expect(answer.status).toBe(200);
-    expect(answer.body).toContain("svc_");
+    expect(answer.text).toContain("svc_");
   });
 
   it("a DNS-rebinding page (its own name in Host) is refused", async () => {
     const answer = await get(port, { host: `rebind.evil.example:${port}` });
     expect(answer.status).toBe(401);
-    expect(answer.body).not.toContain("svc_");
-    expect(JSON.parse(answer.body).error.message).toContain("Host header");
+    expect(answer.text).not.toContain("svc_");
+    expect(JSON.parse(answer.text).error.message).toContain("Host header");
   });
 
   it("a cross-site fetch (a foreign Origin) is refused", async () => {
@@ -68,6 +57,6 @@ describe("hostile: a web page reads a local worker's metrics", () => {
       "sec-fetch-site": "cross-site",
     });
     expect(answer.status).toBe(401);
-    expect(answer.body).not.toContain("svc_");
+    expect(answer.text).not.toContain("svc_");
   });
 });
