@@ -1,12 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { Command, Flags } from "@oclif/core";
-import { createPool, redactUrl, resolveDatabase } from "../../../db/connect.ts";
-import { migrate } from "../../../db/migrate.ts";
-import { putSecret } from "../../../db/secrets.ts";
 import { isRsaPem } from "../../../shared/config/codehost-app.ts";
-import { configDirFrom, instanceKeyPath } from "../../../shared/config/dir.ts";
-import { InstanceKeyError, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
 import { configEnvOf, dirFlag } from "../../config-dir-flag.ts";
+import { storeSecret } from "../../store-secret.ts";
 
 const PRINCIPAL_ID = /^[A-Za-z0-9_.:-]+$/;
 
@@ -54,27 +50,9 @@ export default class SetupCodehostApp extends Command {
       this.fail(
         `${flags["key-file"]} is not an RSA private key in PEM form - generate one on the App's settings page (Private keys) and pass that .pem file; nothing was stored`,
       );
-    const configDir = configDirFrom(env);
-    const keyPath = instanceKeyPath(configDir, env);
-    let key: Buffer;
-    try {
-      key = await readInstanceKey(keyPath);
-    } catch (error) {
-      if (error instanceof InstanceKeyError) this.fail(`cannot store ${name}: ${error.message}`);
-      throw error;
-    }
-    const database = await resolveDatabase(configDir, env);
-    const pool = createPool(database.url, { max: 1, applicationName: "svc-setup" });
-    try {
-      await migrate(pool);
-      await putSecret(pool, key, name, pem);
-    } catch (error) {
-      this.fail(
-        `cannot store ${name} in the database at ${redactUrl(database.url)}: ${(error as Error).message}`,
-      );
-    } finally {
-      await pool.end();
-    }
+    const stored = await storeSecret(env, name, pem);
+    if (stored.failure !== undefined) this.fail(stored.failure);
+    const { keyPath } = stored;
     const where = flags.principal ? `codehost.principals.${flags.principal}.app` : "codehost.app";
     this.log(`stored the secret ${name}, encrypted with the instance key ${keyPath}.`);
     this.log(

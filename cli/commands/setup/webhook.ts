@@ -1,10 +1,6 @@
 import { Args, Command, Flags } from "@oclif/core";
-import { createPool, redactUrl, resolveDatabase } from "../../../db/connect.ts";
-import { migrate } from "../../../db/migrate.ts";
-import { putSecret } from "../../../db/secrets.ts";
-import { configDirFrom, instanceKeyPath } from "../../../shared/config/dir.ts";
-import { InstanceKeyError, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
 import { configEnvOf, dirFlag } from "../../config-dir-flag.ts";
+import { storeSecret } from "../../store-secret.ts";
 
 const SOURCE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -59,30 +55,10 @@ export default class SetupWebhook extends Command {
         `the environment variable ${envName} is not set or is empty; export it with the secret, then run again`,
       );
     }
-    const configDir = configDirFrom(env);
-    const keyPath = instanceKeyPath(configDir, env);
-    let key: Buffer;
-    try {
-      key = await readInstanceKey(keyPath);
-    } catch (error) {
-      if (error instanceof InstanceKeyError) {
-        this.fail(`cannot store webhook/${args.name}: ${error.message}`);
-      }
-      throw error;
-    }
     const name = `webhook/${args.name}`;
-    const database = await resolveDatabase(configDir, env);
-    const pool = createPool(database.url, { max: 1, applicationName: "svc-setup" });
-    try {
-      await migrate(pool);
-      await putSecret(pool, key, name, value);
-    } catch (error) {
-      this.fail(
-        `cannot store ${name} in the database at ${redactUrl(database.url)}: ${(error as Error).message}`,
-      );
-    } finally {
-      await pool.end();
-    }
+    const stored = await storeSecret(env, name, value);
+    if (stored.failure !== undefined) this.fail(stored.failure);
+    const { keyPath } = stored;
     this.log(`stored the secret ${name}, encrypted with the instance key ${keyPath}.`);
     this.log(
       `Next: set "secret_ref: ${name}" on webhooks.sources.${args.name} in daemon.yaml, then restart the daemon ` +
