@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { startBoss } from "../db/boss.ts";
@@ -64,7 +65,7 @@ export async function openServices(
     daemonUrl: daemonUrl(config, env),
   });
   opened.gateway = { gateway, worker: workerId };
-  const gatewayUrl = await gateway.start();
+  const gatewayUrl = await gateway.start(0, "127.0.0.1", join(config.dir, "workspaces"));
   // what `svc doctor` reports of this worker's listener
   await recordGateway(pool, workerId, gatewayUrl);
   logger.info(`model gateway listening at ${gatewayUrl} and, for sandboxes, ${gateway.socketPath}`, {

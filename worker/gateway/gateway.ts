@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -49,9 +49,12 @@ export class ModelGateway implements LeaseRegistry {
 
   /**
    * Listens on loopback, on `port` (0: any free one), and on a unix socket in a directory of its
-   * own: the socket is what a sandbox's container mounts, its one way out (socketPath).
+   * own under `socketParent`: the socket is what a sandbox's container mounts, its one way out
+   * (socketPath). The worker puts it beside the run folders, which the container engine sees as
+   * the worker does (a private /tmp, systemd's PrivateTmp, is not the engine's); a parent whose
+   * path leaves no room for a socket name (107 bytes) falls back to the temporary directory.
    */
-  async start(port = 0, host = "127.0.0.1"): Promise<string> {
+  async start(port = 0, host = "127.0.0.1", socketParent = tmpdir()): Promise<string> {
     const server = this.#serve(false);
     this.#server = server;
     await new Promise<void>((resolve, reject) => {
@@ -60,8 +63,10 @@ export class ModelGateway implements LeaseRegistry {
     });
     const address = server.address() as AddressInfo;
     this.#url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
-    // short: a unix socket's path must fit in 107 bytes
-    this.#socketDir = await mkdtemp(join(tmpdir(), "svc-gateway-"));
+    const parent =
+      join(socketParent, "svc-gateway-XXXXXX", "gateway.sock").length <= 107 ? socketParent : tmpdir();
+    await mkdir(parent, { recursive: true });
+    this.#socketDir = await mkdtemp(join(parent, "svc-gateway-"));
     const socket = this.socketPath as string;
     const socketServer = this.#serve(true);
     this.#socketServer = socketServer;
