@@ -7,7 +7,9 @@
  * - a sandboxed no-op run as the worker's run phases drive its engines (worker/exec/sandbox): one
  *   setup step `true`, the setup engine closed (not awaited, as phases.ts does), a `command`-style agent
  *   that reads its prompt on stdin and prints `{}`, then both engines closed (containers removed).
- *   The database and queue work around a run is the same sandboxed or not, and left out.
+ *   The database and queue work around a run is the same sandboxed or not, and left out. The
+ *   engines are given a model gateway's socket, as a worker's are, so the agent's container starts
+ *   the forwarder to it (network none) as in production.
  * - with SVC_BENCH_COMPARE=<another checkout> (e.g. `git archive main` in /tmp with node_modules
  *   linked), the same no-op run on that checkout's worker/exec/sandbox too, interleaved: e.g. one
  *   container per run (before) against two (after).
@@ -16,6 +18,7 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Queryable } from "../db/queryable.ts";
 import type { PipelineSandbox } from "../shared/config/sandbox-types.ts";
 import { DEFAULT_SANDBOX_LIMITS } from "../shared/config/sandboxes.ts";
 import type { ConfigSnapshot } from "../shared/config/types.ts";
@@ -28,6 +31,7 @@ import {
   type TestEngine,
 } from "../test/support/sandbox-engine.ts";
 import type { ProcessEngine } from "../worker/exec/engine.ts";
+import { ModelGateway } from "../worker/gateway/gateway.ts";
 
 const ROUNDS = Number(process.env.BENCH_SAMPLES ?? 10);
 const IMAGE = "agent:default";
@@ -38,7 +42,12 @@ const fmt = (ms: number) => `${ms.toFixed(0)} ms`;
 
 /** `openSandbox` of a checkout: this one's gives two engines, an older one's may give one for both phases. */
 type OpenSandbox = (
-  run: { config: Readonly<ConfigSnapshot>; logger: ReturnType<typeof createLogger>; workerId: string },
+  run: {
+    config: Readonly<ConfigSnapshot>;
+    logger: ReturnType<typeof createLogger>;
+    workerId: string;
+    gateway?: { socketPath: string | undefined };
+  },
   sandbox: PipelineSandbox,
   where: { paths: ReturnType<typeof workspacePaths>; invocationId: string },
 ) => ProcessEngine | { setup: ProcessEngine; agent: ProcessEngine };
@@ -61,6 +70,7 @@ async function sandboxedRun(
   engine: TestEngine,
   root: string,
   round: number,
+  gateway: { socketPath: string | undefined },
 ): Promise<number> {
   const invocationId = `inv_bench_${round}_${Math.random().toString(36).slice(2, 8)}`;
   const paths = workspacePaths(root, "wl_bench", invocationId);
@@ -79,7 +89,7 @@ async function sandboxedRun(
   const logger = createLogger({ role: "worker", format: "json", level: "error" });
   const started = wallMs();
   const opened = open(
-    { config, logger, workerId: "bench" },
+    { config, logger, workerId: "bench", gateway },
     { image: IMAGE, mounts: [] },
     { paths, invocationId },
   );
@@ -121,8 +131,18 @@ async function main(): Promise<void> {
   const ready = await startEngineWithImages();
   const { engine } = ready;
   const root = await mkdtemp(join(tmpdir(), "svc-bench-sandbox-"));
+  let modelGateway: ModelGateway | undefined;
   try {
     await pullTagged(engine, ready.registry, IMAGE);
+    // a worker's gateway, for its socket: the bench's agent makes no model call
+    const noDatabase = {
+      query: () => Promise.reject(new Error("no database in this bench")),
+    } as unknown as Queryable;
+    const credentials = { markDead: async () => {}, markCooling: async () => {} };
+    const gatewayLogger = createLogger({ role: "worker", format: "json", level: "error" });
+    modelGateway = new ModelGateway({ db: noDatabase, credentials, logger: gatewayLogger });
+    await modelGateway.start(0, "127.0.0.1", root);
+    const gateway = { socketPath: modelGateway.socketPath };
     const here = (await import("../worker/exec/sandbox/engine.ts")).openSandbox as unknown as OpenSandbox;
     const compareDir = process.env.SVC_BENCH_COMPARE;
     const other = compareDir
@@ -132,12 +152,12 @@ async function main(): Promise<void> {
     const samples = { floor: [] as number[], here: [] as number[], other: [] as number[] };
     // one untimed round of each first: the image's layers into the page cache, the modules' code compiled
     await dockerRun(engine);
-    await sandboxedRun(here, engine, root, -1);
-    if (other) await sandboxedRun(other, engine, root, -2);
+    await sandboxedRun(here, engine, root, -1, gateway);
+    if (other) await sandboxedRun(other, engine, root, -2, gateway);
     for (let round = 0; round < ROUNDS; round++) {
       samples.floor.push(await dockerRun(engine));
-      samples.here.push(await sandboxedRun(here, engine, root, round));
-      if (other) samples.other.push(await sandboxedRun(other, engine, root, round));
+      samples.here.push(await sandboxedRun(here, engine, root, round, gateway));
+      if (other) samples.other.push(await sandboxedRun(other, engine, root, round, gateway));
     }
     const floor = median(samples.floor);
     const line = (name: string, values: number[]) =>
@@ -158,6 +178,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
+    await modelGateway?.close();
     await rm(root, { recursive: true, force: true });
     await engine.stop();
   }
