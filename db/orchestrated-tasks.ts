@@ -217,6 +217,15 @@ export async function claimOrchestratedTasks(
   return rows;
 }
 
+/** Of the given tasks, those `running`, each with the worker that holds it: the sweeper's owners of task containers. */
+export async function runningTaskWorkers(db: Queryable, ids: string[]): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ id: string; worker_id: string }>(
+    "SELECT id, worker_id FROM svc.tasks WHERE id = ANY($1) AND status = 'running'",
+    [ids],
+  );
+  return new Map(rows.map((row) => [row.id, row.worker_id]));
+}
+
 /** false when this worker no longer holds the task (cancelled, or taken over). */
 export async function heartbeatOrchestratedTask(
   db: Queryable,

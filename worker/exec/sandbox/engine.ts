@@ -37,7 +37,8 @@ export function openSandbox(
     gateway?: { socketPath: string | undefined };
   },
   sandbox: PipelineSandbox,
-  where: { paths: Workspace; invocationId: string },
+  /** an orchestrated task's sandbox names its task (options.ts labels it) */
+  where: { paths: Workspace; invocationId: string; taskId?: string },
 ): RunEngines {
   const settings = sandboxSettings(run.config);
   const { setup, agent } = new RunSandbox({

@@ -13,14 +13,25 @@ export interface SandboxRequest {
   configDir: string;
   paths: Workspace;
   invocationId: string;
+  /** an orchestrated task's own sandbox: the task's id, which its containers are labelled with */
+  taskId?: string;
   workerId: string;
   logger: Logger;
   /** the worker's model gateway socket: absent, a container reaches the gateway only with `network: host` */
   gatewaySocket?: string;
 }
 
-/** The labels the sweeper finds a worker's containers by, and the part of the run a container is for. */
-export const LABELS = { invocation: "svc.invocation", worker: "svc.worker", role: "svc.role" } as const;
+/**
+ * The labels the sweeper finds a worker's containers by, and the part of the run a container is
+ * for. `svc.task` is on an orchestrated task's containers only: the task may run on another worker
+ * than its invocation, so it is the task's row that says whether the container is still owned.
+ */
+export const LABELS = {
+  invocation: "svc.invocation",
+  task: "svc.task",
+  worker: "svc.worker",
+  role: "svc.role",
+} as const;
 
 /** The container's network: the pipeline's `sandbox.network`, else `sandboxes.network`. */
 export function networkOf(request: Pick<SandboxRequest, "sandbox" | "settings">): string {
@@ -49,7 +60,7 @@ export function createOptions(
   image: string,
   user: string,
 ): Docker.ContainerCreateOptions {
-  const { settings, sandbox, paths, invocationId, workerId } = request;
+  const { settings, sandbox, paths, invocationId, taskId, workerId } = request;
   const binds = [
     `${paths.checkout}:${CONTAINER_PATHS.checkout}:rw`,
     `${paths.runDir}:${CONTAINER_PATHS.runDir}:rw`,
@@ -70,7 +81,12 @@ export function createOptions(
     Cmd: ["infinity"],
     User: user,
     WorkingDir: CONTAINER_PATHS.checkout,
-    Labels: { [LABELS.invocation]: invocationId, [LABELS.worker]: workerId, [LABELS.role]: role },
+    Labels: {
+      [LABELS.invocation]: invocationId,
+      ...(taskId ? { [LABELS.task]: taskId } : {}),
+      [LABELS.worker]: workerId,
+      [LABELS.role]: role,
+    },
     HostConfig: {
       Binds: binds,
       NetworkMode: networkOf(request),

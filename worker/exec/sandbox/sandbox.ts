@@ -219,6 +219,7 @@ export class RunSandbox implements ContainerSource {
       this.#request.logger.warn("removing the sandbox container failed; the sweeper removes it later", {
         event: "sandbox.remove_failed",
         invocation: this.#request.invocationId,
+        ...(this.#request.taskId ? { task: this.#request.taskId } : {}),
         role,
         error: (error as Error).message,
       });

@@ -1,5 +1,7 @@
 import type pg from "pg";
 import { runningInvocationWorkers } from "../../../db/invocations.ts";
+import { runningTaskWorkers } from "../../../db/orchestrated-tasks.ts";
+import type { Queryable } from "../../../db/queryable.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { engineStatus } from "../../../shared/sandbox/engine.ts";
 import { sandboxSettings } from "../../../shared/sandbox/settings.ts";
@@ -9,8 +11,10 @@ import { LABELS } from "./options.ts";
 /**
  * Removes the sandbox containers no run owns any more, found by their `svc.invocation` label: the
  * invocation is no longer running, or it runs on another worker than the one that started the
- * container (the reaper handed it over after that worker died). Any worker may sweep; a container
- * of a live run always has its invocation `running` under its own worker. Returns how many it removed.
+ * container (the reaper handed it over after that worker died). An orchestrated task's container
+ * (`svc.task`) is judged by its task instead: a task may run on another worker than its
+ * invocation's orchestrator. Any worker may sweep; a container of a live run or task always has
+ * its invocation or task `running` under its own worker. Returns how many it removed.
  */
 export async function sweepSandboxContainers(
   pool: pg.Pool,
@@ -19,14 +23,9 @@ export async function sweepSandboxContainers(
   const docker = dockerFor(sandboxSettings(config));
   const containers = await docker.listContainers({ all: true, filters: { label: [LABELS.invocation] } });
   if (containers.length === 0) return 0;
-  const owners = await runningInvocationWorkers(
-    pool,
-    containers.map((container) => container.Labels[LABELS.invocation]!),
-  );
+  const stale = await unowned(pool, containers);
   let removed = 0;
-  for (const container of containers) {
-    const invocation = container.Labels[LABELS.invocation]!;
-    if (owners.get(invocation) === container.Labels[LABELS.worker]) continue;
+  for (const container of stale) {
     try {
       await docker.getContainer(container.Id).remove({ force: true, v: true });
       removed++;
@@ -36,4 +35,29 @@ export async function sweepSandboxContainers(
     }
   }
   return removed;
+}
+
+/** A labelled container as the engine lists it. */
+export interface LabelledContainer {
+  Id: string;
+  Labels: Record<string, string>;
+}
+
+/** The containers whose task (or, without `svc.task`, invocation) is not `running` under their `svc.worker`. */
+export async function unowned<T extends LabelledContainer>(db: Queryable, containers: T[]): Promise<T[]> {
+  const taskOf = (container: T) => container.Labels[LABELS.task];
+  const tasks = containers.map(taskOf).filter((task) => task !== undefined);
+  const invocations = containers
+    .filter((c) => taskOf(c) === undefined)
+    .map((c) => c.Labels[LABELS.invocation]!);
+  const [taskOwners, invocationOwners] = await Promise.all([
+    tasks.length > 0 ? runningTaskWorkers(db, tasks) : new Map<string, string>(),
+    invocations.length > 0 ? runningInvocationWorkers(db, invocations) : new Map<string, string>(),
+  ]);
+  return containers.filter((container) => {
+    const task = taskOf(container);
+    const owner =
+      task === undefined ? invocationOwners.get(container.Labels[LABELS.invocation]!) : taskOwners.get(task);
+    return owner !== container.Labels[LABELS.worker];
+  });
 }
