@@ -8,6 +8,8 @@ import type { Diagnostic } from "../../shared/diagnostics.ts";
 import type { Workspace } from "../../shared/workspace-layout.ts";
 import { withCommand } from "../event/command.ts";
 import { eventOfRun, type ResolvedEvent } from "../event/resolve.ts";
+import type { RunEngines } from "../exec/engine.ts";
+import { openSandbox } from "../exec/sandbox/engine.ts";
 import { identityToken } from "../outputs/tokens.ts";
 import { withDeadline } from "../run/deadline.ts";
 import { eventEnvironment } from "../run/environment.ts";
@@ -46,7 +48,8 @@ export interface TaskRun {
  * The task's agent: its own workspace at the run's revision, the pipeline's agent with the task's
  * skill and instructions, on the pipeline's `targets` in order (failover.ts), each attempt with its
  * own run token (which cannot create tasks) and the task's deadline. Its processes run on the
- * worker's host.
+ * worker's host, or, for a sandboxed pipeline, in an agent container of the task's own (labelled
+ * with the task, so the sweeper judges it by the task's row, not its invocation's).
  */
 export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd> {
   const { task, workload, pipeline, paths } = run;
@@ -57,12 +60,28 @@ export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd
   // a principal's token is the agent's: what it prints of it is redacted like its run token
   if (identity.GH_TOKEN) run.secrets.add(identity.GH_TOKEN);
   const env = { ...eventEnvironment(paths, event, pipeline), ...identity };
+  // a task has no setup steps: its sandbox's agent container starts with its first process
+  const engines: RunEngines = pipeline.sandbox
+    ? openSandbox(deps, pipeline.sandbox, { paths, invocationId: task.invocationId, taskId: task.id })
+    : { setup: deps.host, agent: deps.host };
   const agent: AgentContext = {
     ...{ deps, invocationId: task.invocationId, pipeline, paths, event, env, secrets: run.secrets },
-    engine: deps.host,
+    engine: engines.agent,
     signal: run.signal,
   };
-  const prompt = taskPrompt(deps, pipeline, task, event);
+  try {
+    const end = await onAgentTargets(agent, run);
+    // a container that never started ends the task with its own diagnostic, whatever the runtime made of it
+    const failure = engines.agent.failure();
+    return failure && end.kind === "failed" ? { ...end, diagnostic: failure } : end;
+  } finally {
+    await Promise.all([engines.setup.close(), engines.agent.close()]);
+  }
+}
+
+async function onAgentTargets(agent: AgentContext, run: TaskRun): Promise<TaskEnd> {
+  const { deps, pipeline, event } = agent;
+  const prompt = taskPrompt(deps, pipeline, run.task, event);
   await writeFile(run.transcript, "");
   // an orchestrator may run on targets of its own; its tasks run on the pipeline's
   const used: UsageSum = {};
