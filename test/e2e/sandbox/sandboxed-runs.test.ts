@@ -78,6 +78,31 @@ Promise.all([
 ]).then(([model, postgres, untokened, guessed, mcp]) => console.log(JSON.stringify({ daemon: process.env.SVC_DAEMON_URL, model, postgres, untokened, guessed, mcp })));
 '`;
 
+// an orchestrator in its own agent container: one task over svc's task tools (through the
+// forwarder), waited for, its id as the run's result
+const ORCHESTRATOR_AGENT = `cat > /dev/null; node -e '
+const call = async (name, args) => {
+  const response = await fetch(process.env.SVC_MCP_URL, {
+    method: "POST",
+    headers: { authorization: "Bearer " + process.env.SVC_MCP_TOKEN, "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+  });
+  const text = await response.text();
+  const data = text.split("\\n").find((line) => line.startsWith("data: "));
+  const message = JSON.parse(data ? data.slice(6) : text);
+  if (message.error || message.result.isError) throw new Error(name + " answered " + text);
+  return JSON.parse(message.result.content[0].text);
+};
+(async () => {
+  const { id } = await call("create_task", { instructions: "Report what you see." });
+  let waited;
+  do waited = await call("wait_tasks", { ids: [id], timeout_s: 60 }); while (!waited.done);
+  console.log(JSON.stringify({ task: id }));
+})().catch((error) => { console.error(String(error)); process.exit(1); });
+'`;
+// an orchestrated task's agent: what it sees, as its result
+const TASK_FACTS_AGENT = `cat > /dev/null; if cat "$HOST_SECRET" >/dev/null 2>&1; then secret=readable; else secret=unreadable; fi; echo "{\\"hostname\\": \\"$(hostname)\\", \\"uid\\": \\"$(id -u)\\", \\"worktree\\": \\"$WORKTREE\\", \\"cwd\\": \\"$(pwd)\\", \\"secret\\": \\"$secret\\"}"`;
+
 function facts(text: string): Record<string, string> {
   return Object.fromEntries(
     text
@@ -114,6 +139,17 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
     run(process.execPath, [BIN, ...args], { env: { ...process.env, ...env }, maxBuffer: 16 * 1024 * 1024 });
   const containersOf = async (invocation: string) =>
     engine.docker.listContainers({ all: true, filters: { label: [`svc.invocation=${invocation}`] } });
+  /** The engine's container events since `since` (seconds) for containers with these labels. */
+  const engineEvents = async (since: number, label: string[]) => {
+    const until = Math.ceil(Date.now() / 1000) + 1;
+    const stream = await engine.docker.getEvents({ since, until, filters: { type: ["container"], label } });
+    let text = "";
+    for await (const chunk of stream as AsyncIterable<Buffer>) text += chunk.toString("utf8");
+    return text
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { Action: string; Actor: { Attributes: Record<string, string> } });
+  };
   const fireAndWait = async (hook: string) => {
     const id = await postWebhook(url, hook, HOOK, {});
     await waitForTrigger(pool, id);
@@ -165,6 +201,8 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
       "plain",
       "bench-box",
       "bench-host",
+      "tasked",
+      "doomed",
     ];
     dir = await writeConfigDir({
       "daemon.yaml": `webhooks:
@@ -182,6 +220,18 @@ targets:
   reach:
     runtime: command
     command: ["/bin/sh", "-c", ${JSON.stringify(REACH_AGENT)}]
+    timeout: 60s
+  planner:
+    runtime: command
+    command: ["/bin/sh", "-c", ${JSON.stringify(ORCHESTRATOR_AGENT)}]
+    timeout: 120s
+  gated-planner:
+    runtime: command
+    command: ["/bin/sh", "-c", ${JSON.stringify(`while [ ! -e "$RUN_DIR/go" ]; do sleep 0.2; done; ${ORCHESTRATOR_AGENT}`)}]
+    timeout: 120s
+  task-facts:
+    runtime: command
+    command: ["/bin/sh", "-c", ${JSON.stringify(TASK_FACTS_AGENT)}]
     timeout: 60s
   echo:
     runtime: command
@@ -212,6 +262,7 @@ sandboxes:
   limits: { memory: 512m, cpus: 1, pids: 256 }
   images:
     gpu: { pull: ${registry}/agent:gpu }
+    doomed: { pull: ${registry}/agent:doomed }
 worker:
   concurrency: 2
   grace_period: 2s
@@ -248,6 +299,18 @@ worker:
         "reach",
         `env:\n  MODEL_PORT: "${new URL(anthropic.url).port}"\nsandbox: {}\n`,
       ),
+      // the orchestrator and its task, each in an agent container of its own
+      "pipelines/tasked.yaml": pipeline(
+        "tasked",
+        "task-facts",
+        "env:\n  HOST_SECRET: /placeholder\nsandbox: {}\norchestrator:\n  strategy: { type: auto }\n  targets: [planner]\n",
+      ),
+      // its image (absent from the registry) is tagged by the test, and untagged before the task starts
+      "pipelines/doomed.yaml": pipeline(
+        "doomed",
+        "task-facts",
+        "sandbox:\n  image: agent:doomed\norchestrator:\n  strategy: { type: auto }\n  targets: [gated-planner]\n",
+      ),
       "pipelines/plain.yaml": pipeline(
         "plain",
         "facts",
@@ -258,11 +321,13 @@ worker:
     const daemonYaml = join(dir, "daemon.yaml");
     await writeFile(daemonYaml, (await readFile(daemonYaml, "utf8")).replace("__CONFIG_DIR__", dir));
     await writeFile(join(dir, "host-secret.txt"), "host only\n");
-    const boxed = join(dir, "pipelines", "boxed.yaml");
-    await writeFile(
-      boxed,
-      (await readFile(boxed, "utf8")).replace("/placeholder", join(dir, "host-secret.txt")),
-    );
+    for (const name of ["boxed", "tasked"]) {
+      const file = join(dir, "pipelines", `${name}.yaml`);
+      await writeFile(
+        file,
+        (await readFile(file, "utf8")).replace("/placeholder", join(dir, "host-secret.txt")),
+      );
+    }
     Object.assign(env, { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: database.url });
     const ingressStarted = await startIngress(env);
     ingress = ingressStarted.role;
@@ -322,10 +387,16 @@ worker:
       expect.objectContaining({
         image: "agent:default",
         present: true,
-        pipelines: ["bench-box", "boxed", "claude", "claude-host", "hold", "reach", "slow", "tool"],
+        pipelines: ["bench-box", "boxed", "claude", "claude-host", "hold", "reach", "slow", "tasked", "tool"],
         source: `svc image pull (${engine.registryHost}/svc/agent:default)`,
       }),
       expect.objectContaining({ image: "studio:default", present: true, pipelines: [] }),
+      {
+        image: "agent:doomed",
+        present: false,
+        pipelines: ["doomed"],
+        source: `pulled on first use from ${engine.registryHost}/svc/agent:doomed`,
+      },
       {
         image: "agent:gpu",
         present: false,
@@ -445,6 +516,71 @@ worker:
     expect(invocations[0].result).toEqual({ ok: true, uid: 1000 });
     expect(await containersOf(invocations[0].id)).toEqual([]);
   }, 120_000);
+
+  it("an orchestrated task's agent runs in a container of its own, labelled with the task, removed when the task ends", async () => {
+    const since = Math.floor(Date.now() / 1000) - 1;
+    const { workloads, invocations } = await fireAndWait("tasked-hook");
+    expect(invocations[0].diagnostic).toBeNull();
+    expect(invocations[0].status).toBe("completed");
+    const { task } = invocations[0].result as { task: string };
+    const { rows } = await pool.query("SELECT status, result, diagnostic FROM svc.tasks WHERE id = $1", [
+      task,
+    ]);
+    expect(rows[0]).toMatchObject({ status: "completed", diagnostic: null });
+    const seen = rows[0].result as Record<string, string>;
+    expect(seen.hostname).not.toBe(hostname());
+    expect(seen).toMatchObject({
+      uid: "1000",
+      worktree: "/svc/worktree",
+      cwd: "/svc/worktree",
+      secret: "unreadable",
+    });
+    const transcript = await readFile(
+      join(dir, "workspaces", workloads[0].id, task, "logs", "transcript.log"),
+      "utf8",
+    );
+    expect(transcript).toMatch(/^# sandbox: started agent:default as container [0-9a-f]{12} on unix:\/\//m);
+    // the engine made and destroyed a container labelled with the task; none is left
+    const events = await engineEvents(since, [`svc.task=${task}`]);
+    expect(
+      events.filter((e) => e.Action === "create" || e.Action === "destroy").map((e) => e.Action),
+    ).toEqual(["create", "destroy"]);
+    expect(events[0]?.Actor.Attributes).toMatchObject({
+      "svc.invocation": invocations[0].id,
+      "svc.role": "agent",
+    });
+    expect(
+      await engine.docker.listContainers({ all: true, filters: { label: [`svc.task=${task}`] } }),
+    ).toEqual([]);
+    expect(await containersOf(invocations[0].id)).toEqual([]);
+  }, 180_000);
+
+  it("a task whose container cannot start ends with the sandbox's diagnostic, not the agent's", async () => {
+    await engine.docker.getImage("agent:default").tag({ repo: "agent", tag: "doomed" });
+    const id = await postWebhook(url, "doomed-hook", HOOK, {});
+    // the orchestrator waits in its container, made from agent:doomed, for RUN_DIR/go
+    const running = await waitFor(async () => {
+      const { workloads, invocations } = await lineage(pool, id);
+      const invocation = invocations[0]?.id as string | undefined;
+      const containers = invocation ? await containersOf(invocation) : [];
+      const started = containers.some((c) => c.Labels["svc.role"] === "agent" && c.State === "running");
+      return started ? { workload: workloads[0].id as string, invocation: invocation! } : undefined;
+    }, "the orchestrator's container");
+    // the image is untagged: the task's container cannot be made, and the variant's pull finds nothing
+    await engine.docker.getImage("agent:doomed").remove();
+    await writeFile(join(dir, "workspaces", running.workload, running.invocation, "run", "go"), "");
+    await waitForTrigger(pool, id);
+    const { invocations } = await lineage(pool, id);
+    expect(invocations[0].diagnostic).toBeNull();
+    const { task } = invocations[0].result as { task: string };
+    const { rows } = await pool.query("SELECT status, diagnostic FROM svc.tasks WHERE id = $1", [task]);
+    expect(rows[0].status).toBe("failed");
+    expect(rows[0].diagnostic).toMatchObject({ code: "sandbox_image_missing" });
+    expect(rows[0].diagnostic.message).toMatch(/^making the sandbox image agent:doomed failed: /);
+    expect(
+      await engine.docker.listContainers({ all: true, filters: { label: [`svc.task=${task}`] } }),
+    ).toEqual([]);
+  }, 180_000);
 
   it("the same run unsandboxed sees the host", async () => {
     const { workloads, invocations } = await fireAndWait("plain-hook");
