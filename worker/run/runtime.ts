@@ -39,8 +39,9 @@ export function tokenRequest(
 ): Omit<RunTokenRequest, "db"> {
   const { deps, pipeline, paths } = agent;
   return {
-    // the daemon as the agent's process reaches it: a container's address may not be the worker's
-    daemonUrl: agent.engine.daemonUrl(deps.daemonUrl),
+    // the daemon as the agent's process reaches it: a container's address may not be the worker's.
+    // The openai loop runs in the worker itself, sandboxed pipeline or not: the worker's address
+    daemonUrl: target.runtime === "openai" ? deps.daemonUrl : agent.engine.daemonUrl(deps.daemonUrl),
     invocationId: agent.invocationId,
     pipeline,
     agent: runIdentity(pipeline, agent.event.context).agent,

@@ -22,6 +22,7 @@ import {
   type TestEngine,
 } from "../../support/sandbox-engine.ts";
 import { FakeAnthropic } from "../agents/fake-anthropic.ts";
+import { FakeChatApi } from "../knowledge/fake-chat-api.ts";
 import {
   postWebhook,
   type RoleProcess,
@@ -130,6 +131,7 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
   let worker: RoleProcess;
   let url: string;
   const anthropic = new FakeAnthropic();
+  const chat = new FakeChatApi();
   const env: Record<string, string> = {
     HOOK_TOKEN: HOOK,
     SVC_WORKER_HEARTBEAT_MS: "300",
@@ -181,6 +183,8 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
     console.log(`sandbox images ready in the registry in ${Date.now() - started} ms (cached: ${hit})`);
 
     await anthropic.start();
+    await chat.start();
+    chat.on("sk-chat-boxed", { kind: "reply", reply: '{"summary": "from the worker"}' });
     anthropic.behave("sk-ant-boxed", {
       kind: "script",
       note: { title: "from the box", body: "written over MCP from inside the container" },
@@ -191,6 +195,7 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
       `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [${name}-hook]\ntargets: [${target}]\ninstructions: run\nretain_checkout: true\n${extra}`;
     const hooks = [
       "variant",
+      "chat",
       "claude",
       "claude-host",
       "reach",
@@ -245,6 +250,14 @@ targets:
     credentials:
       - name: boxed
         secret: sk-ant-boxed
+  chat:
+    runtime: openai
+    model: gpt-boxed
+    base_url: ${chat.url}
+    timeout: 60s
+    credentials:
+      - name: boxed
+        secret: sk-chat-boxed
   slow:
     runtime: command
     command: ["/bin/sh", "-c", "cat > /dev/null; sleep 120"]
@@ -289,6 +302,7 @@ worker:
       "pipelines/bench-host.yaml": pipeline("bench-host", "echo", "setup:\n  - run: 'true'\n"),
       // sandboxes.network is none: the model API and svc only through the gateway's socket
       "pipelines/claude.yaml": pipeline("claude", "claude", `sandbox: {}\n${SUMMARY_SCHEMA}`),
+      "pipelines/chat.yaml": pipeline("chat", "chat", `sandbox: {}\n${SUMMARY_SCHEMA}`),
       "pipelines/claude-host.yaml": pipeline(
         "claude-host",
         "claude",
@@ -344,6 +358,7 @@ worker:
     await database?.drop();
     await engine?.stop();
     await anthropic.stop();
+    await chat.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 120_000);
 
@@ -387,7 +402,18 @@ worker:
       expect.objectContaining({
         image: "agent:default",
         present: true,
-        pipelines: ["bench-box", "boxed", "claude", "claude-host", "hold", "reach", "slow", "tasked", "tool"],
+        pipelines: [
+          "bench-box",
+          "boxed",
+          "chat",
+          "claude",
+          "claude-host",
+          "hold",
+          "reach",
+          "slow",
+          "tasked",
+          "tool",
+        ],
         source: `svc image pull (${engine.registryHost}/svc/agent:default)`,
       }),
       expect.objectContaining({ image: "studio:default", present: true, pipelines: [] }),
@@ -623,6 +649,19 @@ worker:
   it("with network host the same agent reaches the gateway and svc on the worker's loopback", async () => {
     await claudeRun("claude-host-hook");
   }, 180_000);
+
+  it("an openai agent of a sandboxed pipeline runs in the worker and reaches svc's tools at the worker's own address, not the container's", async () => {
+    const { workloads, invocations } = await fireAndWait("chat-hook");
+    expect(invocations[0].diagnostic).toBeNull();
+    expect(invocations[0].result).toEqual({ summary: "from the worker" });
+    const transcript = await readFile(
+      join(dir, "workspaces", workloads[0].id, invocations[0].id, "logs", "transcript.log"),
+      "utf8",
+    );
+    // the tool protocol answered: the container's forwarder address means nothing in the worker
+    expect(transcript).toMatch(/^# tools: .*submit_note/m);
+    expect(transcript).not.toContain("# tools unavailable");
+  }, 120_000);
 
   it("from inside a network-none agent container nothing but the gateway answers, and it carries only what a token allows", async () => {
     const { invocations } = await fireAndWait("reach-hook");
