@@ -43,7 +43,7 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   // read before any step runs: nothing of the pull request has touched the checkout yet
   const previousSha = input.group ? await previousHead(deps.records, input.group, input) : "";
   const engines: RunEngines = sandbox
-    ? openSandbox(deps, sandbox, input)
+    ? openSandbox(deps, sandbox, { paths: input.paths, invocationId: input.invocationId })
     : { setup: deps.host, agent: deps.host };
   // open before the first process: every artifact of the run from here on is redacted with them
   const secrets = openRunSecrets(input.invocationId, deps);
