@@ -75,11 +75,30 @@ const SHAPES: { pattern: string; replace: (groups: Record<string, string | undef
 ];
 
 /**
- * Replaces known secret values and credential-shaped text by REDACTED, in one pass. Built once for a
- * set of values (a run's), then applied to every text stored of that run.
+ * Every shape in one expression, compiled once for the process: a run's Redactor is built for each
+ * run, and a new expression would be compiled (and tiered up to machine code) again for every run.
+ * Safe to share: it is only used synchronously, from a given lastIndex.
+ */
+const SHAPES_PATTERN = new RegExp(
+  SHAPES.map((shape, index) => `(?<shape${index}>${shape.pattern})`).join("|"),
+  "gi",
+);
+
+/** One match to replace: where it starts and ends, and what it becomes. */
+interface Hit {
+  start: number;
+  end: number;
+  text: string;
+}
+
+/**
+ * Replaces known secret values and credential-shaped text by REDACTED, in one pass from left to
+ * right: at each place the earliest match wins, a known value before a shape that starts at the same
+ * place. Built once for a set of values (a run's), then applied to every text stored of that run.
  */
 export class Redactor {
-  readonly #pattern: RegExp;
+  /** the values looked for, longest first: a value that contains another is replaced whole */
+  readonly #known: string[];
   /** the values, as many as were long enough to look for */
   readonly size: number;
 
@@ -93,13 +112,7 @@ export class Redactor {
       if (escaped !== value) wanted.add(escaped);
     }
     this.size = wanted.size;
-    // longest first: a value that contains another is replaced whole
-    const known = [...wanted].sort((a, b) => b.length - a.length).map(escapeRegExp);
-    const alternatives = [
-      ...(known.length ? [`(?<known>${known.join("|")})`] : []),
-      ...SHAPES.map((shape, index) => `(?<shape${index}>${shape.pattern})`),
-    ];
-    this.#pattern = new RegExp(alternatives.join("|"), "gi");
+    this.#known = [...wanted].sort((a, b) => b.length - a.length);
   }
 
   /** `text` with every known value and credential-shaped run of text replaced. */
@@ -116,20 +129,46 @@ export class Redactor {
     let out = "";
     let from = 0;
     let replaced = 0;
-    this.#pattern.lastIndex = 0;
-    for (let match = this.#pattern.exec(text); match; match = this.#pattern.exec(text)) {
-      if (match.index >= end) break;
-      out += text.slice(from, match.index) + replacement(match.groups ?? {});
-      from = match.index + match[0].length;
+    const scan: Scan = { next: this.#known.map((value) => text.indexOf(value)), shape: undefined };
+    for (let hit = this.#nextHit(text, from, scan); hit && hit.start < end; ) {
+      out += text.slice(from, hit.start) + hit.text;
+      from = hit.end;
       replaced++;
+      hit = this.#nextHit(text, from, scan);
     }
     const consumed = Math.max(end, from);
     return { text: out + text.slice(from, consumed), consumed, replaced };
   }
+
+  /** The earliest match at or after `from`: a known value's (longest first), else a shape's. */
+  #nextHit(text: string, from: number, scan: Scan): Hit | undefined {
+    let known: Hit | undefined;
+    this.#known.forEach((value, index) => {
+      if (scan.next[index]! !== -1 && scan.next[index]! < from) scan.next[index] = text.indexOf(value, from);
+      const at = scan.next[index]!;
+      if (at !== -1 && (!known || at < known.start))
+        known = { start: at, end: at + value.length, text: REDACTED };
+    });
+    // the shape found last is still the next one unless a known value's replacement passed its start
+    if (scan.shape === undefined || (scan.shape !== null && scan.shape.start < from)) {
+      SHAPES_PATTERN.lastIndex = from;
+      const match = SHAPES_PATTERN.exec(text);
+      scan.shape = match
+        ? { start: match.index, end: match.index + match[0].length, text: replacement(match.groups ?? {}) }
+        : null;
+    }
+    const shape = scan.shape;
+    return shape && (!known || shape.start < known.start) ? shape : known;
+  }
+}
+
+/** Where one pass over a text stands: each known value's next place, and the next shape's match (null: none left). */
+interface Scan {
+  next: number[];
+  shape: Hit | null | undefined;
 }
 
 function replacement(groups: Record<string, string | undefined>): string {
-  if (groups.known !== undefined) return REDACTED;
   const index = SHAPES.findIndex((_, i) => groups[`shape${i}`] !== undefined);
   return SHAPES[index]!.replace(groups);
 }
