@@ -64,9 +64,9 @@ export class ModelGateway implements LeaseRegistry {
     const address = server.address() as AddressInfo;
     this.#url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
     const parent =
-      join(socketParent, "svc-gateway-XXXXXX", "gateway.sock").length <= 107 ? socketParent : tmpdir();
+      join(socketParent, ".gateway-XXXXXX", "gateway.sock").length <= 107 ? socketParent : tmpdir();
     await mkdir(parent, { recursive: true });
-    this.#socketDir = await mkdtemp(join(parent, "svc-gateway-"));
+    this.#socketDir = await mkdtemp(join(parent, ".gateway-"));
     const socket = this.socketPath as string;
     const socketServer = this.#serve(true);
     this.#socketServer = socketServer;

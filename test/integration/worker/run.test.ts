@@ -445,7 +445,10 @@ sleep 300
         const committed = new Set(
           (await pool.query("SELECT id FROM svc.workloads")).rows.map((row) => row.id as string),
         );
-        return (await readdir(join(dir, "workspaces"))).filter((name) => !committed.has(name));
+        // a dot-folder is the worker's own (its model gateway's socket), no run's
+        return (await readdir(join(dir, "workspaces"))).filter(
+          (name) => !name.startsWith(".") && !committed.has(name),
+        );
       };
       await waitFor(
         async () => (await strayWorkspaces()).length === 0,
