@@ -119,18 +119,11 @@ const HOP = new Set([
   "accept-encoding",
 ]);
 
-/** The client's headers as the upstream gets them: no hop headers, no gateway token. */
-export function forwardedHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
-}
-
-/** The upstream's headers as the client gets them. */
-export function answeredHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+/**
+ * Headers as they pass the gateway, either way (the client's to the upstream, the upstream's back):
+ * no hop headers, and neither the gateway token nor a credential.
+ */
+export function passedHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || HOP.has(name)) continue;

@@ -1,14 +1,7 @@
-import {
-  Agent as HttpAgent,
-  request as httpRequest,
-  type IncomingMessage,
-  type ServerResponse,
-} from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../shared/logger.ts";
-import { answeredHeaders, forwardedHeaders } from "./apis.ts";
-
-const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
+import { passedHeaders } from "./apis.ts";
+import { answerJson, openUpstream } from "./upstream.ts";
 
 /**
  * What a sandboxed agent sends to svc itself (`/mcp`, `/knowledge`) over the gateway's socket: it
@@ -39,18 +32,10 @@ export function forwardToDaemon(
     return;
   }
   const url = new URL(`${daemonUrl.replace(/\/+$/, "")}${path}${query}`);
-  const secure = url.protocol === "https:";
-  const upstream = (secure ? httpsRequest : httpRequest)(url, {
-    method: request.method,
-    agent: secure ? agents.https : agents.http,
-    headers: {
-      ...forwardedHeaders(request.headers),
-      authorization: request.headers.authorization as string,
-      forwarded: 'for="_svc-sandbox"',
-    },
-  });
-  response.on("close", () => {
-    if (!response.writableFinished) upstream.destroy();
+  const upstream = openUpstream(url, request, response, {
+    ...passedHeaders(request.headers),
+    authorization: request.headers.authorization as string,
+    forwarded: 'for="_svc-sandbox"',
   });
   upstream.on("error", (error) => {
     logger.warn("gateway: the daemon could not be reached for a sandboxed agent", {
@@ -61,7 +46,7 @@ export function forwardToDaemon(
     else answer(response, request, 502, "svc's gateway could not reach the daemon");
   });
   upstream.on("response", (reply) => {
-    response.writeHead(reply.statusCode ?? 502, reply.statusMessage, answeredHeaders(reply.headers));
+    response.writeHead(reply.statusCode ?? 502, reply.statusMessage, passedHeaders(reply.headers));
     // an MCP stream (SSE) passes as it comes, with back-pressure both ways
     reply.pipe(response);
   });
@@ -70,13 +55,6 @@ export function forwardToDaemon(
 
 /** The gateway's own answer to a request it does not forward, in the daemon's error shape. */
 function answer(response: ServerResponse, request: IncomingMessage, status: number, message: string): void {
-  request.resume();
-  const body = JSON.stringify({
-    error: { code: status === 401 ? "unauthenticated" : "bad_gateway", message },
-  });
-  response.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-  });
-  response.end(body);
+  const code = status === 401 ? "unauthenticated" : "bad_gateway";
+  answerJson(response, request, { status, body: JSON.stringify({ error: { code, message } }) });
 }

@@ -1,25 +1,10 @@
-import {
-  Agent as HttpAgent,
-  request as httpRequest,
-  type IncomingMessage,
-  type ServerResponse,
-} from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../shared/logger.ts";
 import type { Lease } from "./account.ts";
-import {
-  answeredHeaders,
-  credentialHeaders,
-  DEFAULT_BASE_URLS,
-  errorAnswer,
-  forwardedHeaders,
-  upstreamUrl,
-} from "./apis.ts";
+import { credentialHeaders, DEFAULT_BASE_URLS, errorAnswer, passedHeaders, upstreamUrl } from "./apis.ts";
+import { answerJson, openUpstream } from "./upstream.ts";
 import { costOf, NO_SPEND, StreamUsage, type Usage, usageOfBody } from "./usage.ts";
 import { type CredentialStates, refusalOf } from "./verdict.ts";
-
-// kept-alive connections to the model APIs: a request costs no new TCP (and TLS) handshake
-const agents = { http: new HttpAgent({ keepAlive: true }), https: new HttpsAgent({ keepAlive: true }) };
 
 /** The most of an answer's body kept to read its usage (JSON) or its error (not 2xx). */
 const JSON_KEPT = 8 * 1024 * 1024;
@@ -49,22 +34,13 @@ export function forward(
   const { lease, path, query, model } = forwarding;
   const { account, target, api } = lease;
   const url = new URL(upstreamUrl(api, target.baseUrl ?? DEFAULT_BASE_URLS[api], path, query));
-  const secure = url.protocol === "https:";
   if (model) account.record({ ...NO_SPEND, requests: 1 });
-  const upstream = (secure ? httpsRequest : httpRequest)(url, {
-    method: request.method,
-    agent: secure ? agents.https : agents.http,
-    headers: {
-      ...forwardedHeaders(request.headers),
-      ...credentialHeaders(api, lease.key),
-      // the usage is read from the bytes as they pass: they must not be compressed
-      "accept-encoding": "identity",
-    },
+  const upstream = openUpstream(url, request, response, {
+    ...passedHeaders(request.headers),
+    ...credentialHeaders(api, lease.key),
+    // the usage is read from the bytes as they pass: they must not be compressed
+    "accept-encoding": "identity",
   });
-  const abandon = () => {
-    if (!response.writableFinished) upstream.destroy();
-  };
-  response.on("close", abandon);
   upstream.on("error", (error) => {
     deps.logger.warn(`gateway: the model API of target ${target.name} could not be reached`, {
       event: "gateway.upstream_failed",
@@ -75,13 +51,11 @@ export function forward(
       response.destroy();
       return;
     }
-    const answer = errorAnswer(
-      api,
-      "upstream",
-      `svc's gateway could not reach the model API of target ${target.name}`,
+    answerJson(
+      response,
+      request,
+      errorAnswer(api, "upstream", `svc's gateway could not reach the model API of target ${target.name}`),
     );
-    response.writeHead(answer.status, { "content-type": "application/json" });
-    response.end(answer.body);
   });
   upstream.on("response", (answer) => relay(forwarding, answer, response, deps));
   request.pipe(upstream);
@@ -94,7 +68,7 @@ function relay(
   deps: { credentials: CredentialStates; logger: Logger },
 ): void {
   const status = answer.statusCode ?? 502;
-  response.writeHead(status, answer.statusMessage, answeredHeaders(answer.headers));
+  response.writeHead(status, answer.statusMessage, passedHeaders(answer.headers));
   const ok = status >= 200 && status < 300;
   const stream = ok && model && /text\/event-stream/i.test(String(answer.headers["content-type"] ?? ""));
   const usage = stream ? new StreamUsage() : undefined;

@@ -11,6 +11,7 @@ import { apiOfPath, clientBaseUrl, errorAnswer, routeOf, tokenOf } from "./apis.
 import { forwardToDaemon } from "./daemon.ts";
 import { forward } from "./forward.ts";
 import { Ledger } from "./ledger.ts";
+import { answerJson } from "./upstream.ts";
 import type { CredentialStates } from "./verdict.ts";
 
 /** How long an invocation's running total outlives its last attempt here (a task's next attempt reuses it). */
@@ -183,7 +184,7 @@ export class ModelGateway implements LeaseRegistry {
     const token = tokenOf(request.headers);
     const lease = token === undefined ? undefined : this.#leases.get(token);
     if (!lease) {
-      refuse(
+      answerJson(
         response,
         request,
         errorAnswer(
@@ -205,7 +206,7 @@ export class ModelGateway implements LeaseRegistry {
           path: path.slice(0, 200),
         },
       );
-      refuse(
+      answerJson(
         response,
         request,
         errorAnswer(
@@ -228,7 +229,7 @@ export class ModelGateway implements LeaseRegistry {
           target: lease.target.name,
           budget: overrun.budget,
         });
-        refuse(response, request, errorAnswer(lease.api, "budget", why));
+        answerJson(response, request, errorAnswer(lease.api, "budget", why));
         return;
       }
     }
@@ -237,18 +238,4 @@ export class ModelGateway implements LeaseRegistry {
       logger: this.#deps.logger,
     });
   }
-}
-
-/** Answers with the gateway's own error; the request's body is read and dropped. */
-function refuse(
-  response: ServerResponse,
-  request: IncomingMessage,
-  answer: { status: number; body: string },
-): void {
-  request.resume();
-  response.writeHead(answer.status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(answer.body),
-  });
-  response.end(answer.body);
 }
