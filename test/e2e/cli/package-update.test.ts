@@ -6,7 +6,7 @@ import { dirname, join } from "node:path";
 import { promisify, stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
-import { type FakeRegistry, startRegistry } from "./registry.ts";
+import { type FakeRegistry, packStranger, STRANGER_DESCRIPTION, startRegistry } from "./registry.ts";
 import { daemonYaml, freePort, PERSONA_MD, PIPELINE_YAML, ROOT, type Run } from "./support.ts";
 import { listTarball } from "./tarball.ts";
 
@@ -266,31 +266,14 @@ describe("svc update against a registry on loopback", () => {
 
 describe("svc update against a registry that serves someone else's package under svc's name", () => {
   // what the public registry's `svc` is: an unrelated program, here at a higher version than ours
-  const DESCRIPTION = "Scalable Vector Converter - A small SVG to inline CSS converter.";
+  const DESCRIPTION = STRANGER_DESCRIPTION;
   const stranger = next.replace(/\.(\d+)$/, (_, patch: string) => `.${Number(patch) + 1}`);
   let foreign: FakeRegistry;
   let ran: string;
 
   beforeAll(async () => {
-    const dir = join(work, "stranger");
-    await mkdir(dir);
     ran = join(work, "stranger-ran");
-    // installed, it would run its own code as the operator (a postinstall script and an `svc` bin)
-    await writeFile(
-      join(dir, "package.json"),
-      JSON.stringify({
-        name,
-        version: stranger,
-        description: DESCRIPTION,
-        bin: { svc: "cli.js" },
-        scripts: { postinstall: `node -e "require('fs').writeFileSync('${ran}', 'ran')"` },
-      }),
-    );
-    await writeFile(join(dir, "cli.js"), "#!/usr/bin/env node\nconsole.log('svg converted');\n");
-    const packed = expectOk(
-      await run("npm", ["pack", "--ignore-scripts", "--pack-destination", work, "--json"], {}, dir),
-    );
-    const strangerTarball = join(work, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);
+    const strangerTarball = await packStranger(work, { name, version: stranger }, ran);
     foreign = await startRegistry({
       name,
       tarballs: { [stranger]: strangerTarball },

@@ -1,7 +1,43 @@
+import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+/** The public registry's `svc`: an SVG converter, nothing of ours. */
+export const STRANGER_DESCRIPTION = "Scalable Vector Converter - A small SVG to inline CSS converter.";
+
+/**
+ * Packs, under `work`, someone else's package published as `name@version`: installed, it would run
+ * its own code as the operator (a postinstall script that writes `ranFile`, and an `svc` bin).
+ * Returns the tarball's path.
+ */
+export async function packStranger(
+  work: string,
+  package_: { name: string; version: string },
+  ranFile: string,
+): Promise<string> {
+  const dir = join(work, "stranger");
+  await mkdir(dir);
+  await writeFile(
+    join(dir, "package.json"),
+    JSON.stringify({
+      ...package_,
+      description: STRANGER_DESCRIPTION,
+      bin: { svc: "cli.js" },
+      scripts: { postinstall: `node -e "require('fs').writeFileSync('${ranFile}', 'ran')"` },
+    }),
+  );
+  await writeFile(join(dir, "cli.js"), "#!/usr/bin/env node\nconsole.log('svg converted');\n");
+  const { stdout } = await promisify(execFile)(
+    "npm",
+    ["pack", "--ignore-scripts", "--pack-destination", work, "--json"],
+    { cwd: dir, env: { ...process.env, npm_config_cache: join(work, "npm-cache") } },
+  );
+  return join(work, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+}
 
 /**
  * A real npm registry on loopback for one package: it serves that package's packument and tarballs

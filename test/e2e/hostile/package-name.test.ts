@@ -1,13 +1,11 @@
-import { execFile } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify, stripVTControlCharacters } from "node:util";
+import { stripVTControlCharacters } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeRegistry, startRegistry } from "../cli/registry.ts";
+import { type FakeRegistry, packStranger, STRANGER_DESCRIPTION, startRegistry } from "../cli/registry.ts";
 import { ROOT, svc } from "../cli/support.ts";
 
-const execFileAsync = promisify(execFile);
 const { name, version } = JSON.parse(await readFile(join(ROOT, "package.json"), "utf8")) as {
   name: string;
   version: string;
@@ -21,7 +19,7 @@ const { name, version } = JSON.parse(await readFile(join(ROOT, "package.json"), 
  * it found. (test/e2e/cli/package-update.test.ts shows the same against an installed svc.)
  */
 describe("svc update and a stranger's package under svc's name", () => {
-  const DESCRIPTION = "Scalable Vector Converter - A small SVG to inline CSS converter.";
+  const DESCRIPTION = STRANGER_DESCRIPTION;
   const stranger = "99.0.0";
   let work: string;
   let ran: string;
@@ -31,25 +29,7 @@ describe("svc update and a stranger's package under svc's name", () => {
   beforeAll(async () => {
     work = await mkdtemp(join(tmpdir(), "svc-hostile-package-"));
     ran = join(work, "stranger-ran");
-    const dir = join(work, "stranger");
-    await mkdir(dir);
-    await writeFile(
-      join(dir, "package.json"),
-      JSON.stringify({
-        name,
-        version: stranger,
-        description: DESCRIPTION,
-        bin: { svc: "cli.js" },
-        scripts: { postinstall: `node -e "require('fs').writeFileSync('${ran}', 'ran')"` },
-      }),
-    );
-    await writeFile(join(dir, "cli.js"), "#!/usr/bin/env node\nconsole.log('svg converted');\n");
-    const { stdout } = await execFileAsync(
-      "npm",
-      ["pack", "--ignore-scripts", "--pack-destination", work, "--json"],
-      { cwd: dir, env: { ...process.env, npm_config_cache: join(work, "npm-cache") } },
-    );
-    const tarball = join(work, (JSON.parse(stdout) as { filename: string }[])[0]!.filename);
+    const tarball = await packStranger(work, { name, version: stranger }, ran);
     // nothing passes through to a real registry: npm needs no more than the packument to decide
     registry = await startRegistry({
       name,
