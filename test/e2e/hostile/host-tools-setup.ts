@@ -1,7 +1,7 @@
-import { execFileSync } from "node:child_process";
 import { mkdir, readFile, realpath, symlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { parse, stringify } from "yaml";
+import { testGit } from "../../support/git.ts";
 import { baseFiles, EXECUTABLES } from "../worker/config-fixture.ts";
 import { writeConfigDir } from "../worker/processes.ts";
 
@@ -96,20 +96,7 @@ export async function hostileRepo(base: string, markers: string, secretFile: str
   await symlink(secretFile, join(seed, "leak"));
   await symlink("..", join(seed, "up"));
   await symlink(dirname(secretFile), join(seed, "outside"));
-  const git = (args: string[], cwd?: string) =>
-    execFileSync("git", args, {
-      cwd,
-      env: {
-        PATH: process.env.PATH,
-        HOME: base,
-        GIT_AUTHOR_NAME: "stranger",
-        GIT_AUTHOR_EMAIL: "s@e",
-        GIT_COMMITTER_NAME: "stranger",
-        GIT_COMMITTER_EMAIL: "s@e",
-      },
-    })
-      .toString()
-      .trim();
+  const git = testGit(base, { name: "stranger", email: "s@e" });
   git(["init", "--quiet", "--initial-branch=main", seed]);
   git(["add", "--all", "--force"], seed);
   git(["commit", "--quiet", "-m", "a pull request"], seed);

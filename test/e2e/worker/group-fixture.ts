@@ -1,4 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
+
 import { execFileSync } from "node:child_process";
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -7,6 +8,7 @@ import pg from "pg";
 import { inject } from "vitest";
 import { lineage, waitFor } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { testGit } from "../../support/git.ts";
 import { type FakeGitHub, startFakeGitHub } from "../outputs/fake-github.ts";
 import { PR_PAYLOAD } from "../outputs/pull-request.ts";
 import { postPullRequest, type RoleProcess, startIngress, startWorkerProcess } from "./processes.ts";
@@ -96,20 +98,8 @@ export async function openGroupStack(): Promise<GroupStack> {
   const dir = await mkdtemp(join(tmpdir(), "svc-e2e-groups-"));
   const seed = join(dir, "seed");
   const bare = join(dir, "repo.git");
-  const git = (args: string[], cwd = seed) =>
-    execFileSync("git", args, {
-      cwd,
-      env: {
-        PATH: process.env.PATH,
-        HOME: dir,
-        GIT_AUTHOR_NAME: "t",
-        GIT_AUTHOR_EMAIL: "t@e",
-        GIT_COMMITTER_NAME: "t",
-        GIT_COMMITTER_EMAIL: "t@e",
-      },
-    })
-      .toString()
-      .trim();
+  const inRepo = testGit(dir);
+  const git = (args: string[], cwd = seed) => inRepo(args, cwd);
   git(["init", "--quiet", "--initial-branch=main", seed], dir);
   await writeFile(join(seed, "app.txt"), "base\n");
   git(["add", "app.txt"]);

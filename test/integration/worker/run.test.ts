@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -12,6 +11,7 @@ import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { DISPATCH_QUEUE } from "../../../shared/queues.ts";
 import { type RunningWorker, startWorker } from "../../../worker/main.ts";
 import type { TestDatabase } from "../../support/database.ts";
+import { testGit } from "../../support/git.ts";
 import {
   captureLogger,
   commandTarget,
@@ -67,20 +67,7 @@ sleep 300
     );
     bareRepo = join(dir, "widgets.git");
     const seed = join(dir, "seed");
-    const git = (args: string[], cwd?: string) =>
-      execFileSync("git", args, {
-        cwd,
-        env: {
-          PATH: process.env.PATH,
-          HOME: dir,
-          GIT_AUTHOR_NAME: "t",
-          GIT_AUTHOR_EMAIL: "t@e",
-          GIT_COMMITTER_NAME: "t",
-          GIT_COMMITTER_EMAIL: "t@e",
-        },
-      })
-        .toString()
-        .trim();
+    const git = testGit(dir);
     git(["init", "--quiet", "--initial-branch=main", seed]);
     await writeScript(join(seed, "README"), "first\n");
     git(["add", "README"], seed);

@@ -1,27 +1,14 @@
-import { execFileSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isAncestorOfHead } from "../../../worker/run/workspace.ts";
+import { testGit } from "../../support/git.ts";
 
 describe("is the group's previous head an ancestor of this checkout's HEAD", () => {
   let dir: string;
   const shas: Record<string, string> = {};
-  const git = (...args: string[]) =>
-    execFileSync("git", args, {
-      cwd: dir,
-      env: {
-        PATH: process.env.PATH,
-        HOME: dir,
-        GIT_AUTHOR_NAME: "t",
-        GIT_AUTHOR_EMAIL: "t@e",
-        GIT_COMMITTER_NAME: "t",
-        GIT_COMMITTER_EMAIL: "t@e",
-      },
-    })
-      .toString()
-      .trim();
+  const git = (...args: string[]) => testGit(dir)(args, dir);
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "svc-ancestor-"));
