@@ -186,13 +186,13 @@ export async function startWorkerMetricsServer(deps: {
     }
     // a local install's worker has no token to ask for: it serves local programs, never a web page
     // in the operator's browser (a DNS-rebinding name, a cross-site fetch)
-    const refused = expected ? undefined : loopbackVerdict(req);
-    if (refused && !refused.local) {
+    const verdict = expected ? undefined : loopbackVerdict(req);
+    if (verdict && !verdict.local) {
       res.writeHead(401, { "content-type": "application/json" }).end(
         JSON.stringify({
           error: {
             code: "unauthenticated",
-            message: `the worker's metrics answer only local programs on a local install, and this request is not one: ${refused.refused ?? "it came through a proxy or from another host"}`,
+            message: `the worker's metrics answer only local programs on a local install, and this request is not one: ${verdict.refused ?? "it came through a proxy or from another host"}`,
           },
         }),
       );

@@ -55,6 +55,7 @@ export async function startForwarder(container: Docker.Container): Promise<void>
   let stderr = "";
   const ready = new Promise<void>((resolve, reject) => {
     let stdout = "";
+    let listening = false;
     const timer = setTimeout(() => fail(`it did not listen within ${READY_MS / 1000} s`), READY_MS);
     const fail = (why: string) => {
       clearTimeout(timer);
@@ -69,10 +70,14 @@ export async function startForwarder(container: Docker.Container): Promise<void>
     };
     const out = new Writable({
       write(chunk: Buffer, _encoding, done) {
-        stdout += chunk.toString("utf8");
-        if (stdout.includes("ready\n")) {
-          clearTimeout(timer);
-          resolve();
+        // kept only until the forwarder said it listens: it prints nothing else for the container's life
+        if (!listening) {
+          stdout += chunk.toString("utf8");
+          listening = stdout.includes("ready\n");
+          if (listening) {
+            clearTimeout(timer);
+            resolve();
+          }
         }
         done();
       },
