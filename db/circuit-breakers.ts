@@ -11,25 +11,29 @@ export interface BreakerRow {
 /**
  * Counts one finished invocation of `pipeline`. A success resets the count; the failure that
  * reaches `failures` opens the breaker for `cooldownMs` (and resets the count). Returns the row
- * and whether this very call opened it, so exactly one caller escalates.
+ * (undefined when nothing changed) and whether this very call opened it, so exactly one caller
+ * escalates. A success that finds nothing counted writes nothing: that is almost every run of a
+ * healthy pipeline, and a statement that writes no row commits without a WAL flush.
  */
 export async function recordOutcome(
   db: Queryable,
   pipeline: string,
   failed: boolean,
   limits: { failures: number; cooldownMs: number },
-): Promise<{ row: BreakerRow; opened: boolean }> {
+): Promise<{ opened: true; row: BreakerRow } | { opened: false; row: BreakerRow | undefined }> {
   const { rows } = await db.query<BreakerRow & { opened: boolean }>(
     `INSERT INTO svc.circuit_breakers AS b (pipeline, consecutive_failures)
      VALUES ($1, CASE WHEN $2 THEN 1 ELSE 0 END)
      ON CONFLICT (pipeline) DO UPDATE SET
        consecutive_failures = CASE WHEN $2 THEN b.consecutive_failures + 1 ELSE 0 END,
        updated_at = now()
+     WHERE $2 OR b.consecutive_failures <> 0
      RETURNING b.*, false AS opened`,
     [pipeline, failed],
   );
-  const counted = rows[0]!;
-  if (!failed || counted.consecutive_failures < limits.failures) return { row: counted, opened: false };
+  const counted = rows[0];
+  if (!failed || !counted || counted.consecutive_failures < limits.failures)
+    return { row: counted, opened: false };
   const opened = await db.query<BreakerRow>(
     `UPDATE svc.circuit_breakers SET consecutive_failures = 0, opened_at = now(),
        open_until = now() + make_interval(secs => $2::double precision / 1000), updated_at = now()
