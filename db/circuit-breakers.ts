@@ -44,15 +44,6 @@ export async function recordOutcome(
   return opened.rows[0] ? { row: opened.rows[0], opened: true } : { row: counted, opened: false };
 }
 
-/** When the breaker of `pipeline` is open, the time it closes on its own; otherwise null. */
-export async function openUntil(db: Queryable, pipeline: string): Promise<Date | null> {
-  const { rows } = await db.query<{ open_until: Date }>(
-    "SELECT open_until FROM svc.circuit_breakers WHERE pipeline = $1 AND open_until > now()",
-    [pipeline],
-  );
-  return rows[0]?.open_until ?? null;
-}
-
 export async function listOpenBreakers(db: Queryable): Promise<BreakerRow[]> {
   const { rows } = await db.query<BreakerRow>(
     "SELECT * FROM svc.circuit_breakers WHERE open_until > now() ORDER BY pipeline",

@@ -77,9 +77,10 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
 export async function insertWorkloadWithClaimedInvocation(
   db: Queryable,
   row: QueuedRun & { workerId: string },
-): Promise<InvocationRow> {
-  // the trigger moves to `running` in the same statement: dispatch's common path costs one round trip
-  const { rows } = await db.query<InvocationRow>({
+): Promise<{ invocation: InvocationRow; breakerOpenUntil: Date | null }> {
+  // the trigger moves to `running` in the same statement: dispatch's common path costs one round
+  // trip. It reads the pipeline's open circuit breaker too, as claimRuns does, for the run's gate
+  const { rows } = await db.query<InvocationRow & { breaker_open_until: Date | null }>({
     name: "svc_insert_claimed_run",
     text: `WITH running AS (
        UPDATE svc.triggers SET status = 'running', diagnostic = NULL, updated_at = now() WHERE id = $2),
@@ -89,7 +90,8 @@ export async function insertWorkloadWithClaimedInvocation(
      INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at,
                                   concurrency_group, head_sha)
      SELECT $6, w.id, 'running', $7, $8, now(), 1, now(), $10, $11 FROM w
-     RETURNING *`,
+     RETURNING *, (SELECT b.open_until FROM svc.circuit_breakers b WHERE b.pipeline = $3 AND b.open_until > now())
+       AS breaker_open_until`,
     values: [
       row.workloadId,
       row.triggerId,
@@ -104,7 +106,8 @@ export async function insertWorkloadWithClaimedInvocation(
       row.headSha ?? null,
     ],
   });
-  return rows[0]!;
+  const { breaker_open_until: breakerOpenUntil, ...invocation } = rows[0]!;
+  return { invocation, breakerOpenUntil };
 }
 
 /** The trigger fields a run resolves its event from (worker/queue/dispatch.ts resolveEvent). */
@@ -122,11 +125,14 @@ export interface ClaimedRun {
   workload: { id: string; trigger_id: string | null; pipeline: string };
   /** null: the workload has no trigger (or it is gone) */
   trigger: TriggerEvent | null;
+  /** when the pipeline's circuit breaker is open, the time it closes; null: closed */
+  breakerOpenUntil: Date | null;
 }
 
 /**
  * Claims the invocations a lane fetch returned, in one statement, and returns each with its
- * workload and its trigger's event, so the run reads neither again (two round trips fewer a run).
+ * workload, its trigger's event and its pipeline's open circuit breaker, so the run reads none of
+ * them again (three round trips fewer a run).
  * Rows that are not claimable (another worker holds them, cancelled, finished) are not returned.
  */
 export async function claimRuns(
@@ -155,6 +161,7 @@ export async function claimRuns(
       trigger_event_name: string;
       trigger_payload: unknown;
       trigger_replay_of: string | null;
+      breaker_open_until: Date | null;
     }
   >({
     name: byIds.name,
@@ -173,10 +180,11 @@ export async function claimRuns(
         RETURNING *)
      SELECT c.*, w.pipeline AS run_pipeline, w.trigger_id AS run_trigger_id,
             t.kind AS trigger_kind, t.source AS trigger_source, t.event_name AS trigger_event_name,
-            t.payload AS trigger_payload, t.replay_of AS trigger_replay_of
+            t.payload AS trigger_payload, t.replay_of AS trigger_replay_of, b.open_until AS breaker_open_until
        FROM claimed c
        JOIN svc.workloads w ON w.id = c.workload_id
-       LEFT JOIN svc.triggers t ON t.id = w.trigger_id`,
+       LEFT JOIN svc.triggers t ON t.id = w.trigger_id
+       LEFT JOIN svc.circuit_breakers b ON b.pipeline = w.pipeline AND b.open_until > now()`,
     values: [byIds.value, workerId, staleAfterMs, lockedGroups],
   });
   return rows.map((row) => {
@@ -188,12 +196,14 @@ export async function claimRuns(
       trigger_event_name: eventName,
       trigger_payload: payload,
       trigger_replay_of: replayOf,
+      breaker_open_until: breakerOpenUntil,
       ...invocation
     } = row;
     return {
       invocation,
       workload: { id: invocation.workload_id, trigger_id: triggerId, pipeline },
       trigger: kind === null ? null : { kind, source, event_name: eventName, payload, replay_of: replayOf },
+      breakerOpenUntil,
     };
   });
 }

@@ -28,6 +28,8 @@ export interface KnownRun {
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event?: ResolvedEvent;
   trigger?: TriggerEvent | null;
+  /** the pipeline's circuit breaker as the claim read it: the time it closes, null when closed */
+  breakerOpenUntil: Date | null;
 }
 
 export interface ClaimLoopDeps extends DispatchDeps {
@@ -252,9 +254,9 @@ export class ClaimLoop {
         runLeases.set(id, lease);
       const tasks = await claimOrchestratedTasks(client, taskIds, workerId, staleAfterMs);
       const rows: Claimed[] = [
-        ...runs.map(({ invocation, workload, trigger }) => ({
+        ...runs.map(({ invocation, workload, trigger, breakerOpenUntil }) => ({
           invocation,
-          known: { workload, trigger },
+          known: { workload, trigger, breakerOpenUntil },
           lease: runLeases.get(invocation.id),
         })),
         ...tasks.map((task) => ({ task })),

@@ -47,6 +47,8 @@ export interface ClaimedRun {
   invocation: InvocationRow;
   workload: { id: string; trigger_id: string | null; pipeline: string };
   event: ResolvedEvent;
+  /** the pipeline's circuit breaker as the claim read it: the time it closes, null when closed */
+  breakerOpenUntil: Date | null;
   /** the pg-boss job that stays active while the run is held (worker/queue/run-leases.ts) */
   lease?: Lease;
 }
@@ -310,7 +312,7 @@ async function createRun(
       }
     }
     if (run.claimFor && !claimed && lane.usable) {
-      const invocation = await insertWorkloadWithClaimedInvocation(client, {
+      const { invocation, breakerOpenUntil } = await insertWorkloadWithClaimedInvocation(client, {
         ...rows,
         workerId: run.claimFor,
       });
@@ -318,6 +320,7 @@ async function createRun(
         invocation,
         workload: { id: workloadId, trigger_id: trigger.id, pipeline: pipeline.name },
         event,
+        breakerOpenUntil,
       };
       created.push({ ...entry, lane: "in-process" });
       continue;

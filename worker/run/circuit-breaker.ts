@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { openUntil, recordOutcome } from "../../db/circuit-breakers.ts";
+import { recordOutcome } from "../../db/circuit-breakers.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { PublishError } from "../outputs/attempt.ts";
@@ -17,23 +17,23 @@ export interface BreakerDeps {
   logger: Logger;
 }
 
-/** When the pipeline's breaker is open, the time it closes; null when the run may go ahead. */
-export async function breakerHold(
-  deps: BreakerDeps,
-  pipeline: Pipeline,
-  invocationId: string,
-): Promise<Date | null> {
-  if (!deps.config.queue.circuitBreaker) return null;
-  const until = await openUntil(deps.pool, pipeline.name);
-  if (until) {
-    deps.logger.info("circuit breaker open: the invocation waits", {
-      event: "breaker.holding",
-      pipeline: pipeline.name,
-      invocation: invocationId,
-      open_until: until.toISOString(),
-    });
-  }
-  return until;
+/**
+ * Whether the run waits: the pipeline has a breaker and it was open when the run was claimed (the
+ * claim reads it, db/invocations.ts). A breaker opened since holds the runs claimed after it.
+ */
+export function breakerHold(
+  deps: Pick<BreakerDeps, "config" | "logger">,
+  run: { pipeline: Pipeline; invocationId: string; breakerOpenUntil: Date | null },
+): boolean {
+  const until = run.breakerOpenUntil;
+  if (!deps.config.queue.circuitBreaker || !until) return false;
+  deps.logger.info("circuit breaker open: the invocation waits", {
+    event: "breaker.holding",
+    pipeline: run.pipeline.name,
+    invocation: run.invocationId,
+    open_until: until.toISOString(),
+  });
+  return true;
 }
 
 /** Counts a finished invocation; the failure that opens the breaker sends the one escalation. */

@@ -93,6 +93,7 @@ export async function runClaimedInvocation(
           signal: watch.signal,
           event: known.event,
           trigger: known.trigger,
+          breakerOpenUntil: known.breakerOpenUntil,
           isCancelled: watch.cancelled,
           stillHeld: watch.stillHeld,
         })

@@ -26,7 +26,7 @@ import { checkOutEvent, emptyAgentDir } from "./workspace.ts";
 export async function runInvocation(deps: RunDeps, input: RunInput): Promise<RunEnd> {
   const event = withCommand(await eventOfRun(deps.records, input), deps.config, input.pipeline);
   // an open circuit breaker holds the run; the pipeline's own events are not answered (docs/outputs.md)
-  const gate = await runGate(deps, input.pipeline, input.invocationId, event);
+  const gate = runGate(deps, input, event);
   if (gate === "wait") return { kind: "released", credentials: true };
   if (gate === "own_event") return { kind: "completed", result: null };
   // sticky comments with `progress` say the run started; a failure there is logged, never the run's

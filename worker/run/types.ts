@@ -64,6 +64,8 @@ export interface RunInput {
   event?: ResolvedEvent;
   /** the trigger's event fields, read by the lane claim (null: the workload has no trigger) */
   trigger?: TriggerEvent | null;
+  /** the pipeline's circuit breaker as the claim read it: the time it closes, null when closed */
+  breakerOpenUntil: Date | null;
   /** the target the invocation row names already */
   target: string | null;
   /** the invocation's concurrency group (db/concurrency-groups.ts); null or absent: none */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { recordOutcome } from "../../../db/circuit-breakers.ts";
 import { claimRuns } from "../../../db/invocations.ts";
 import { describeTestBed, queuedRunsOfOneTrigger } from "./helpers.ts";
 
@@ -30,6 +31,24 @@ describe("claimRuns: the one-run claim is planned once per connection", () => {
 
       const batch = await claimRuns(client, ids.slice(10), "w", 60_000);
       expect(batch.map((run) => run.invocation.id).sort()).toEqual(ids.slice(10).sort());
+    } finally {
+      client.release();
+    }
+  });
+
+  // the run's gate (worker/run/circuit-breaker.ts breakerHold) costs no statement of its own
+  it("a claim reads its pipeline's circuit breaker: the time an open one closes, null when closed", async () => {
+    const { runs: ids } = await queuedRunsOfOneTrigger(bed, 2);
+    const client = await bed.pool.connect();
+    try {
+      const [closed] = await claimRuns(client, [ids[0]!], "w", 60_000);
+      expect(closed?.breakerOpenUntil).toBeNull();
+      const limits = { failures: 2, cooldownMs: 60_000 };
+      await recordOutcome(client, "p", true, limits);
+      const opening = await recordOutcome(client, "p", true, limits);
+      expect(opening.opened).toBe(true);
+      const [held] = await claimRuns(client, [ids[1]!], "w", 60_000);
+      expect(held?.breakerOpenUntil).toEqual(opening.row?.open_until);
     } finally {
       client.release();
     }
