@@ -539,7 +539,9 @@ async function main() {
     console.log(
       `CPU per no-op run, 2 workers: ${Object.entries(cpuPerRun)
         .map(([role, ms]) => `${role} ${ms.toFixed(2)} ms`)
-        .join(", ")} (Postgres: every backend of the machine's server; this bench process: its polling for the drain's end)`,
+        .join(
+          ", ",
+        )} (Postgres: every backend of the machine's server; this bench process: its polling for the drain's end)`,
     );
     console.log(
       `worker resident memory over the last drain (${DRAIN_TRIGGERS} runs): ${workerRss
