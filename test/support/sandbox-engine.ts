@@ -356,8 +356,14 @@ export async function startEngineWithImages(): Promise<{
     await pushAs(engine.docker, "studio:default", `${registry}/studio:default`);
     // a variant in the same registry: `svc image pull` must leave it there
     await pushAs(engine.docker, "agent:default", `${registry}/agent:gpu`);
-    await run("cp", ["-a", engine.registryRoot, `${cachedRoot}.partial-${process.pid}`]);
-    await rename(`${cachedRoot}.partial-${process.pid}`, cachedRoot);
+    const partial = `${cachedRoot}.partial-${process.pid}`;
+    await run("cp", ["-a", engine.registryRoot, partial]);
+    await rename(partial, cachedRoot).catch(async (error: NodeJS.ErrnoException) => {
+      // suites in other processes build the same images on a machine's first run: the first
+      // rename wins, and its copy holds the same images as this one
+      if (error.code !== "ENOTEMPTY" && error.code !== "EEXIST") throw error;
+      await rm(partial, { recursive: true, force: true });
+    });
   }
   for (const image of await engine.docker.listImages())
     for (const tag of image.RepoTags ?? []) await engine.docker.getImage(tag).remove();
