@@ -60,8 +60,13 @@ function reuseStatements(db: { prepare: (sql: string) => unknown }): void {
   };
 }
 
-/** Terms whose matches a reader keeps; a term past it is searched again when asked. */
+/**
+ * What a reader keeps of its terms' matches: at most this many terms, and this many matches over
+ * all of them (a term can match up to a search's limit, 4 × topK, of a large corpus), the least
+ * recently asked forgotten first. About 100 bytes a match: under 7 MB.
+ */
 const MAX_KEPT_TERMS = 1_024;
+const MAX_KEPT_MATCHES = 65_536;
 
 interface TermMatch {
   file: string;
@@ -75,7 +80,8 @@ interface TermMatch {
  * directory, and this reader keeps answering from its own until the caller switches.
  *
  * An index never changes once built, so what one term matches is kept for the reader's life (the
- * most recently asked MAX_KEPT_TERMS terms) and each document's text once: a run's terms come
+ * most recently asked terms, within MAX_KEPT_TERMS and MAX_KEPT_MATCHES) and each document's text
+ * once: a run's terms come
  * first from its event name and its pipeline's instructions, the same for every run of that
  * pipeline, and each term's FTS query cost about 50 us (16 terms, 0.9 ms a search).
  */
@@ -84,6 +90,7 @@ export async function openLibraryReader(indexDir: string): Promise<IndexReader> 
   const store: QMDStore = await createStore({ dbPath: join(indexDir, INDEX_FILE) });
   reuseStatements(store.internal.db);
   const kept = new Map<string, TermMatch[]>();
+  let keptMatches = 0;
   const documents = new Map<string, { text: string | undefined; snippet: string }>();
   const matches = async (term: string, limit: number): Promise<TermMatch[]> => {
     const key = `${limit} ${term}`;
@@ -102,8 +109,17 @@ export async function openLibraryReader(indexDir: string): Promise<IndexReader> 
         documents.set(file, { text: row.body, snippet: cleanSnippet(row.body?.slice(0, 500) ?? "") });
       return { file, title: row.title, raw: toRawScore(row.score) };
     });
+    // a search beside this one may have asked the same term meanwhile: its entry is replaced
+    const twin = kept.get(key);
+    if (twin) keptMatches -= twin.length;
+    kept.delete(key);
     kept.set(key, found);
-    if (kept.size > MAX_KEPT_TERMS) kept.delete(kept.keys().next().value!);
+    keptMatches += found.length;
+    while (kept.size > MAX_KEPT_TERMS || keptMatches > MAX_KEPT_MATCHES) {
+      const [oldest, dropped] = kept.entries().next().value!;
+      kept.delete(oldest);
+      keptMatches -= dropped.length;
+    }
     return found;
   };
   return {
