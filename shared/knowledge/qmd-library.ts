@@ -81,9 +81,8 @@ interface TermMatch {
  *
  * An index never changes once built, so what one term matches is kept for the reader's life (the
  * most recently asked terms, within MAX_KEPT_TERMS and MAX_KEPT_MATCHES) and each document's text
- * once: a run's terms come
- * first from its event name and its pipeline's instructions, the same for every run of that
- * pipeline, and each term's FTS query cost about 50 us (16 terms, 0.9 ms a search).
+ * once: a run's terms come first from its event name and its pipeline's instructions, the same for
+ * every run of that pipeline, and each term's FTS query cost about 50 us (16 terms, 0.9 ms a search).
  */
 export async function openLibraryReader(indexDir: string): Promise<IndexReader> {
   const { createStore } = await qmdLibrary();

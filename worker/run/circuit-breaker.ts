@@ -1,10 +1,11 @@
 import type pg from "pg";
 import { recordOutcome } from "../../db/circuit-breakers.ts";
-import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { PublishError } from "../outputs/attempt.ts";
 import { ChatPublisher } from "../outputs/chat.ts";
 import { secretValue } from "../outputs/tokens.ts";
+import type { RunInput } from "./types.ts";
 
 /**
  * `queue.circuit_breaker`: after `failures` consecutive failed invocations of one pipeline, its
@@ -17,14 +18,14 @@ export interface BreakerDeps {
   logger: Logger;
 }
 
+/** What the gate reads of a run: its breaker as its claim read it (RunInput). */
+export type GatedRun = Pick<RunInput, "pipeline" | "invocationId" | "breakerOpenUntil">;
+
 /**
  * Whether the run waits: the pipeline has a breaker and it was open when the run was claimed (the
  * claim reads it, db/invocations.ts). A breaker opened since holds the runs claimed after it.
  */
-export function breakerHold(
-  deps: Pick<BreakerDeps, "config" | "logger">,
-  run: { pipeline: Pipeline; invocationId: string; breakerOpenUntil: Date | null },
-): boolean {
+export function breakerHold(deps: Pick<BreakerDeps, "config" | "logger">, run: GatedRun): boolean {
   const until = run.breakerOpenUntil;
   if (!deps.config.queue.circuitBreaker || !until) return false;
   deps.logger.info("circuit breaker open: the invocation waits", {

@@ -1,18 +1,13 @@
-import type { Pipeline } from "../../shared/config/types.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import { isOwnEvent } from "../outputs/own-events.ts";
-import { type BreakerDeps, breakerHold } from "./circuit-breaker.ts";
+import { type BreakerDeps, breakerHold, type GatedRun } from "./circuit-breaker.ts";
 
 /**
  * Asked before a run does anything: `wait` when the pipeline's circuit breaker was open at the
  * run's claim (the run goes back to the queue), `own_event` when the event was authored by the
  * pipeline's own identity (the run completes without an agent), null to go ahead.
  */
-export function runGate(
-  deps: BreakerDeps,
-  run: { pipeline: Pipeline; invocationId: string; breakerOpenUntil: Date | null },
-  event: ResolvedEvent,
-): "wait" | "own_event" | null {
+export function runGate(deps: BreakerDeps, run: GatedRun, event: ResolvedEvent): "wait" | "own_event" | null {
   if (isOwnEvent(deps.config, run.pipeline, event)) {
     deps.logger.info("event authored by the pipeline's own identity: not answered", {
       event: "invocation.own_event",
