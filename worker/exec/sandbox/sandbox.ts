@@ -14,6 +14,9 @@ import { handOver } from "./handover.ts";
 import { createOptions, type SandboxRequest, type SandboxRole, throughForwarder } from "./options.ts";
 import { containerUser, type NumericUser } from "./user.ts";
 
+/** How long a removal refused as already under way waits for that one to end. */
+const REMOVAL_WAIT_MS = 30_000;
+
 /**
  * A sandboxed run's two containers, from one image: the setup steps' and the agent's, each the
  * process engine of its phase (`setup`, `agent`). The agent's container is made and started while
@@ -214,8 +217,19 @@ export class RunSandbox implements ContainerSource {
    * the engine refuses is logged and left to the sweeper, which finds the container by its labels.
    */
   #discard(role: SandboxRole, container: Docker.Container): Promise<void> {
-    return container.remove({ force: true, v: true }).catch((error) => {
+    return container.remove({ force: true, v: true }).catch(async (error) => {
       if (engineStatus(error) === 404) return; // already gone
+      // the engine runs one removal of a container at a time and refuses the next: this one is
+      // done when that one is, and the caller may count on the container being gone (a removal
+      // that never ends is left to the sweeper like a refused one)
+      if (engineStatus(error) === 409 && /already in progress/.test((error as Error).message)) {
+        const abortSignal = AbortSignal.timeout(REMOVAL_WAIT_MS);
+        const gone = await container.wait({ condition: "removed", abortSignal }).then(
+          () => true,
+          (waitError) => engineStatus(waitError) === 404,
+        );
+        if (gone) return;
+      }
       this.#request.logger.warn("removing the sandbox container failed; the sweeper removes it later", {
         event: "sandbox.remove_failed",
         invocation: this.#request.invocationId,
