@@ -12,8 +12,13 @@ export interface BreakerRow {
  * Counts one finished invocation of `pipeline`. A success resets the count; the failure that
  * reaches `failures` opens the breaker for `cooldownMs` (and resets the count). Returns the row
  * (undefined when nothing changed) and whether this very call opened it, so exactly one caller
- * escalates. A success that finds nothing counted writes nothing: that is almost every run of a
- * healthy pipeline, and a statement that writes no row commits without a WAL flush.
+ * escalates.
+ *
+ * A success that finds nothing counted (almost every run of a healthy pipeline) is a plain UPDATE
+ * whose WHERE leaves the row out: it takes no row lock and no transaction id, so a pipeline's
+ * concurrent runs do not wait on each other for its row and the commit flushes no WAL. An upsert
+ * cannot do that: ON CONFLICT DO UPDATE locks the conflicting row even when its WHERE then skips
+ * the update (measured: 1 ms of lock waits per run with two workers on one pipeline).
  */
 export async function recordOutcome(
   db: Queryable,
@@ -21,19 +26,24 @@ export async function recordOutcome(
   failed: boolean,
   limits: { failures: number; cooldownMs: number },
 ): Promise<{ opened: true; row: BreakerRow } | { opened: false; row: BreakerRow | undefined }> {
-  const { rows } = await db.query<BreakerRow & { opened: boolean }>(
-    `INSERT INTO svc.circuit_breakers AS b (pipeline, consecutive_failures)
-     VALUES ($1, CASE WHEN $2 THEN 1 ELSE 0 END)
+  if (!failed) {
+    const { rows } = await db.query<BreakerRow>(
+      `UPDATE svc.circuit_breakers SET consecutive_failures = 0, updated_at = now()
+       WHERE pipeline = $1 AND consecutive_failures <> 0
+       RETURNING *`,
+      [pipeline],
+    );
+    return { row: rows[0], opened: false };
+  }
+  const { rows } = await db.query<BreakerRow>(
+    `INSERT INTO svc.circuit_breakers AS b (pipeline, consecutive_failures) VALUES ($1, 1)
      ON CONFLICT (pipeline) DO UPDATE SET
-       consecutive_failures = CASE WHEN $2 THEN b.consecutive_failures + 1 ELSE 0 END,
-       updated_at = now()
-     WHERE $2 OR b.consecutive_failures <> 0
-     RETURNING b.*, false AS opened`,
-    [pipeline, failed],
+       consecutive_failures = b.consecutive_failures + 1, updated_at = now()
+     RETURNING b.*`,
+    [pipeline],
   );
   const counted = rows[0];
-  if (!failed || !counted || counted.consecutive_failures < limits.failures)
-    return { row: counted, opened: false };
+  if (!counted || counted.consecutive_failures < limits.failures) return { row: counted, opened: false };
   const opened = await db.query<BreakerRow>(
     `UPDATE svc.circuit_breakers SET consecutive_failures = 0, opened_at = now(),
        open_until = now() + make_interval(secs => $2::double precision / 1000), updated_at = now()
