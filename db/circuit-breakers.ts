@@ -9,32 +9,19 @@ export interface BreakerRow {
 }
 
 /**
- * Counts one finished invocation of `pipeline`. A success resets the count; the failure that
- * reaches `failures` opens the breaker for `cooldownMs` (and resets the count). Returns the row
- * (undefined when nothing changed) and whether this very call opened it, so exactly one caller
- * escalates.
- *
- * A success that finds nothing counted (almost every run of a healthy pipeline) is a plain UPDATE
- * whose WHERE leaves the row out: it takes no row lock and no transaction id, so a pipeline's
- * concurrent runs do not wait on each other for its row and the commit flushes no WAL. An upsert
- * cannot do that: ON CONFLICT DO UPDATE locks the conflicting row even when its WHERE then skips
- * the update (measured: 1 ms of lock waits per run with two workers on one pipeline).
+ * Counts one failed invocation of `pipeline`; the failure that reaches `failures` opens the breaker
+ * for `cooldownMs` (and resets the count). Returns the row and whether this very call opened it, so
+ * exactly one caller escalates. A completed run resets the count in the statement that records its
+ * end (db/invocations.ts finishInvocation): a plain UPDATE that leaves a breaker with nothing
+ * counted unlocked and unwritten, where an upsert (ON CONFLICT DO UPDATE) locks the row even when
+ * its WHERE skips the update, which took a transaction id and a WAL flush per run and queued a
+ * pipeline's concurrent runs on its row (1 ms of lock wait a run with two workers).
  */
-export async function recordOutcome(
+export async function countFailure(
   db: Queryable,
   pipeline: string,
-  failed: boolean,
   limits: { failures: number; cooldownMs: number },
-): Promise<{ opened: true; row: BreakerRow } | { opened: false; row: BreakerRow | undefined }> {
-  if (!failed) {
-    const { rows } = await db.query<BreakerRow>(
-      `UPDATE svc.circuit_breakers SET consecutive_failures = 0, updated_at = now()
-       WHERE pipeline = $1 AND consecutive_failures <> 0
-       RETURNING *`,
-      [pipeline],
-    );
-    return { row: rows[0], opened: false };
-  }
+): Promise<{ opened: boolean; row: BreakerRow }> {
   const { rows } = await db.query<BreakerRow>(
     `INSERT INTO svc.circuit_breakers AS b (pipeline, consecutive_failures) VALUES ($1, 1)
      ON CONFLICT (pipeline) DO UPDATE SET
@@ -42,8 +29,8 @@ export async function recordOutcome(
      RETURNING b.*`,
     [pipeline],
   );
-  const counted = rows[0];
-  if (!counted || counted.consecutive_failures < limits.failures) return { row: counted, opened: false };
+  const counted = rows[0]!;
+  if (counted.consecutive_failures < limits.failures) return { row: counted, opened: false };
   const opened = await db.query<BreakerRow>(
     `UPDATE svc.circuit_breakers SET consecutive_failures = 0, opened_at = now(),
        open_until = now() + make_interval(secs => $2::double precision / 1000), updated_at = now()

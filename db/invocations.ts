@@ -258,11 +258,18 @@ export async function finishInvocation(
   outcome: { status: "completed" | "failed" | "cancelled"; diagnostic: Diagnostic | null; result?: unknown },
   /** row-locks this trigger in the same statement, once the run's end is written (settleLockedTrigger) */
   lockTrigger: string | null = null,
+  /**
+   * the pipeline whose circuit breaker a completed run resets, in the same statement: a plain
+   * UPDATE that leaves a breaker with nothing counted unlocked and unwritten (db/circuit-breakers.ts)
+   */
+  resetBreaker: string | null = null,
 ): Promise<boolean> {
   // The trigger's lock is taken only when the run was still held, and after its row was written:
   // reading `finished` runs the UPDATE to its (one) row first, so the run's row is locked before
   // the trigger's, in the order every other writer of both takes them. `locked` is selected only
-  // so that Postgres runs it: a plain SELECT in WITH runs only when read
+  // so that Postgres runs it: a plain SELECT in WITH runs only when read. `breaker` locks its row
+  // only when it has failures to reset, in no set order with the trigger's: nothing that holds a
+  // breaker's row waits for another lock (its other writers are single statements), so no cycle
   const { rows } = await db.query<{ held: boolean }>({
     name: "svc_finish_invocation",
     text: `WITH finished AS (
@@ -271,7 +278,11 @@ export async function finishInvocation(
         WHERE id = $1 AND worker_id = $2 AND status = 'running'
         RETURNING id),
      locked AS (
-       SELECT 1 FROM svc.triggers WHERE id = $6 AND EXISTS (SELECT 1 FROM finished) FOR UPDATE)
+       SELECT 1 FROM svc.triggers WHERE id = $6 AND EXISTS (SELECT 1 FROM finished) FOR UPDATE),
+     breaker AS (
+       UPDATE svc.circuit_breakers SET consecutive_failures = 0, updated_at = now()
+        WHERE pipeline = $7 AND consecutive_failures <> 0 AND $3 = 'completed'
+          AND EXISTS (SELECT 1 FROM finished))
      SELECT EXISTS (SELECT 1 FROM finished) AS held, (SELECT count(*) FROM locked) AS locked`,
     values: [
       id,
@@ -280,6 +291,7 @@ export async function finishInvocation(
       outcome.diagnostic ? JSON.stringify(outcome.diagnostic) : null,
       outcome.result === undefined ? null : JSON.stringify(outcome.result),
       lockTrigger,
+      resetBreaker,
     ],
   });
   return rows[0]?.held === true;

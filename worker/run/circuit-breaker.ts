@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { recordOutcome } from "../../db/circuit-breakers.ts";
+import { countFailure } from "../../db/circuit-breakers.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { PublishError } from "../outputs/attempt.ts";
@@ -37,17 +37,21 @@ export function breakerHold(deps: Pick<BreakerDeps, "config" | "logger">, run: G
   return true;
 }
 
-/** Counts a finished invocation; the failure that opens the breaker sends the one escalation. */
-export async function recordRunEnd(
-  deps: BreakerDeps,
-  pipeline: string,
-  kind: "completed" | "failed",
-): Promise<void> {
+/**
+ * The pipeline whose breaker a completed run's end resets, in the statement that records the end
+ * (db/invocations.ts finishInvocation); null when no breaker is configured.
+ */
+export function breakerToReset(config: Readonly<ConfigSnapshot>, pipeline: string): string | null {
+  return config.queue.circuitBreaker ? pipeline : null;
+}
+
+/** Counts a failed invocation; the failure that opens the breaker sends the one escalation. */
+export async function recordRunFailure(deps: BreakerDeps, pipeline: string): Promise<void> {
   const breaker = deps.config.queue.circuitBreaker;
   if (!breaker) return;
   const limits = { failures: breaker.failures ?? 5, cooldownMs: breaker.cooldownMs ?? 900_000 };
   try {
-    const { row, opened } = await recordOutcome(deps.pool, pipeline, kind === "failed", limits);
+    const { row, opened } = await countFailure(deps.pool, pipeline, limits);
     if (!opened) return;
     deps.logger.warn("circuit breaker opened", {
       event: "breaker.opened",

@@ -23,7 +23,7 @@ import type { KnownRun } from "../queue/claim-loop.ts";
 import { handOffGroup } from "../queue/group-handoff.ts";
 import { laneFor } from "../queue/lanes.ts";
 import { completeLease, type Lease, touchLease } from "../queue/run-leases.ts";
-import { recordRunEnd } from "./circuit-breaker.ts";
+import { breakerToReset, recordRunFailure } from "./circuit-breaker.ts";
 import { type HeldWatch, watchHeld } from "./held-watch.ts";
 import { runInvocation } from "./phases.ts";
 import { CANCELLED, type RunDeps, type RunEnd } from "./types.ts";
@@ -229,6 +229,7 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
         result: end.kind === "completed" ? end.result : undefined,
       },
       workload.trigger_id,
+      pipeline ? breakerToReset(deps.config, workload.pipeline) : null,
     );
     if (held && workload.trigger_id) await settleLockedTrigger(client, workload.trigger_id);
     // the orchestrator ended: what its tasks have not finished is cancelled, and their processes killed
@@ -265,8 +266,9 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
     end.kind === "failed" ? end.diagnostic.code : undefined,
     logger,
   );
-  // consecutive failures of one pipeline open its circuit breaker (docs/outputs.md)
-  if (pipeline) await recordRunEnd(deps, workload.pipeline, end.kind);
+  // consecutive failures of one pipeline open its circuit breaker (docs/outputs.md); a completed
+  // run reset the count with its end above
+  if (pipeline && end.kind === "failed") await recordRunFailure(deps, workload.pipeline);
   return true;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { recordOutcome } from "../../../db/circuit-breakers.ts";
+import { countFailure } from "../../../db/circuit-breakers.ts";
 import { claimRuns } from "../../../db/invocations.ts";
 import { describeTestBed, queuedRunsOfOneTrigger } from "./helpers.ts";
 
@@ -44,8 +44,8 @@ describe("claimRuns: the one-run claim is planned once per connection", () => {
       const [closed] = await claimRuns(client, [ids[0]!], "w", 60_000);
       expect(closed?.breakerOpenUntil).toBeNull();
       const limits = { failures: 2, cooldownMs: 60_000 };
-      await recordOutcome(client, "p", true, limits);
-      const opening = await recordOutcome(client, "p", true, limits);
+      await countFailure(client, "p", limits);
+      const opening = await countFailure(client, "p", limits);
       expect(opening.opened).toBe(true);
       const [held] = await claimRuns(client, [ids[1]!], "w", 60_000);
       expect(held?.breakerOpenUntil).toEqual(opening.row?.open_until);

@@ -87,4 +87,54 @@ describe("the end of a run locks its trigger with it", () => {
     const { rows } = await bed.pool.query("SELECT status FROM svc.invocations WHERE id = $1", [runs[0]]);
     expect(rows[0].status).toBe("running");
   });
+
+  /** the breaker row's version and lock: an updated row gets a new xmin, a locked one a new xmax */
+  const breakerRow = async (pipeline: string) => {
+    const { rows } = await bed.pool.query(
+      "SELECT consecutive_failures, xmin::text || '/' || xmax::text AS version FROM svc.circuit_breakers WHERE pipeline = $1",
+      [pipeline],
+    );
+    return rows[0] as { consecutive_failures: number; version: string } | undefined;
+  };
+
+  it("a completed end resets its pipeline's circuit breaker; a failed end leaves the count", async () => {
+    const { trigger, runs } = await twoRunningRuns();
+    await bed.pool.query(
+      "INSERT INTO svc.circuit_breakers (pipeline, consecutive_failures) VALUES ('counted', 2)",
+    );
+    const diagnostic = { code: "agent_failed", message: "failed" };
+    expect(
+      await finishInvocation(bed.pool, runs[0]!, "w", { status: "failed", diagnostic }, trigger, "counted"),
+    ).toBe(true);
+    expect((await breakerRow("counted"))?.consecutive_failures).toBe(2);
+    const completed = { status: "completed", diagnostic: null, result: {} } as const;
+    expect(await finishInvocation(bed.pool, runs[1]!, "w", completed, trigger, "counted")).toBe(true);
+    expect((await breakerRow("counted"))?.consecutive_failures).toBe(0);
+  });
+
+  it("a completed end with nothing counted neither locks nor writes the breaker: a pipeline's runs do not queue on its row", async () => {
+    const { trigger, runs } = await twoRunningRuns();
+    await bed.pool.query(
+      "INSERT INTO svc.circuit_breakers (pipeline, consecutive_failures) VALUES ('healthy', 0)",
+    );
+    const holder = await bed.pool.connect();
+    const client = await bed.pool.connect();
+    try {
+      // another run's end holds the row
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM svc.circuit_breakers WHERE pipeline = 'healthy' FOR UPDATE");
+      const before = await breakerRow("healthy");
+      await client.query("BEGIN");
+      await client.query("SET LOCAL lock_timeout = '500ms'");
+      const completed = { status: "completed", diagnostic: null, result: {} } as const;
+      expect(await finishInvocation(client, runs[0]!, "w", completed, trigger, "healthy")).toBe(true);
+      await client.query("COMMIT");
+      expect(await breakerRow("healthy")).toEqual(before);
+    } finally {
+      await client.query("ROLLBACK").catch(() => {});
+      await holder.query("ROLLBACK");
+      client.release();
+      holder.release();
+    }
+  });
 });
