@@ -32,7 +32,7 @@ describe("the circuit breaker's count (db/circuit-breakers.ts)", () => {
     expect(opening.row.open_until).toBeInstanceOf(Date);
     const openUntil = async () =>
       (await listOpenBreakers(pool)).find((b) => b.pipeline === "flaky")?.open_until;
-    expect(await openUntil()).toEqual(opening.row?.open_until);
+    expect(await openUntil()).toEqual(opening.row.open_until);
     // a failure while it is open counts, but does not open it again or move its end
     expect((await countFailure(pool, "flaky", LIMITS)).opened).toBe(false);
     expect(await openUntil()).toEqual(opening.row.open_until);

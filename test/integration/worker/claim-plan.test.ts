@@ -48,7 +48,7 @@ describe("claimRuns: the one-run claim is planned once per connection", () => {
       const opening = await countFailure(client, "p", limits);
       expect(opening.opened).toBe(true);
       const [held] = await claimRuns(client, [ids[1]!], "w", 60_000);
-      expect(held?.breakerOpenUntil).toEqual(opening.row?.open_until);
+      expect(held?.breakerOpenUntil).toEqual(opening.row.open_until);
     } finally {
       client.release();
     }
