@@ -18,7 +18,7 @@ export interface TokenUsage {
   cost_usd?: number;
 }
 
-export type TaskKind = "setup" | "agent" | "result_check" | "output";
+export type TaskKind = "checkout" | "setup" | "agent" | "result_check" | "output";
 export type TaskStatus = "running" | "completed" | "failed" | "skipped";
 // an orchestrator's tasks also go pending, queued and cancelled (db/orchestrated-tasks.ts)
 

@@ -56,6 +56,34 @@ const deliveries = new Counter({
   registers: [registry],
 });
 
+const checkoutSeconds = new Histogram({
+  name: "svc_checkout_seconds",
+  help: "time to check out a run's repository, by kind: cold (its mirror made by this run) or warm (from the host's mirror)",
+  labelNames: ["kind"] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+  registers: [registry],
+});
+const checkoutBytes = new Counter({
+  name: "svc_checkout_bytes_total",
+  help: "bytes the code host sent for checkouts (packs added to the host's repository mirrors)",
+  registers: [registry],
+});
+const repoCacheBytes = new Gauge({
+  name: "svc_repo_cache_bytes",
+  help: "bytes the host's repository cache (workspaces/.repos) takes on disk, as of the last fetch",
+  registers: [registry],
+});
+
+/** A run's checkout ended: its time, and the bytes its fetch brought (0 when the mirror held everything). */
+export function observeCheckout(kind: "cold" | "warm", seconds: number, bytes: number): void {
+  checkoutSeconds.observe({ kind }, seconds);
+  if (bytes > 0) checkoutBytes.inc(bytes);
+}
+
+export function setRepoCacheBytes(bytes: number): void {
+  repoCacheBytes.set(bytes);
+}
+
 const CODE = /^[a-z][a-z0-9_]{0,63}$/;
 
 /**

@@ -5,7 +5,7 @@ import { declaredNames } from "./daemon/declared-names.ts";
 import { readHostTools } from "./daemon/host-tools.ts";
 import { checkLifecycle } from "./daemon/lifecycle.ts";
 import { readQueue } from "./daemon/queue.ts";
-import { readRepos } from "./daemon/repos.ts";
+import { readRepos, resolveRepos } from "./daemon/repos.ts";
 import { readServer } from "./daemon/server.ts";
 import { readTargets } from "./daemon/targets.ts";
 import { readWebhooks } from "./daemon/webhooks.ts";
@@ -14,7 +14,7 @@ import { readWorkspaces } from "./daemon/workspaces.ts";
 import { readKnowledgeSettings } from "./knowledge.ts";
 import { readLog } from "./log.ts";
 import { readMetrics } from "./metrics.ts";
-import { readCodehost } from "./outputs.ts";
+import { DEFAULT_CODEHOST_API_URL, readCodehost } from "./outputs.ts";
 import { checkKeys, mapping, quote, type YamlMap } from "./read.ts";
 import { readSandboxes } from "./sandboxes.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
@@ -80,14 +80,20 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
   const knowledge = readKnowledgeSettings(f, root);
   targetExists(["knowledge", "retrieval", "rewrite", "targets"], knowledge.retrieval.rewrite.targets);
 
+  // a repository without clone_url is cloned from the code host's origin, known once codehost is read
+  const server = readServer(f, root, env);
+  const webhooks = readWebhooks(f, root);
+  const repos = readRepos(f, root);
+  const codehost = readCodehost(f, root);
+
   return {
-    server: readServer(f, root, env),
-    webhooks: readWebhooks(f, root),
+    server,
+    webhooks,
     targets,
     ask,
     knowledge,
-    repos: readRepos(f, root),
-    ...withCodehost(readCodehost(f, root)),
+    repos: resolveRepos(repos, codehost?.apiUrl ?? DEFAULT_CODEHOST_API_URL),
+    ...withCodehost(codehost),
     channels: readChannels(f, root),
     queue: readQueue(f, root),
     hostTools: readHostTools(f, root),

@@ -3,6 +3,11 @@ import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { list, readOrReport, readText, reportUnreadable, type Text } from "./config-files.ts";
 import { type DeclaredNames, declaredNames } from "./daemon/declared-names.ts";
+import {
+  DEFAULT_CHECKOUT_RETENTION_DAYS,
+  DEFAULT_REPO_CACHE_MAX_SIZE_BYTES,
+  DEFAULT_TRANSCRIPT_RETENTION_DAYS,
+} from "./daemon/workspaces.ts";
 import { readDaemon } from "./daemon.ts";
 import { readMembers } from "./documents.ts";
 import {
@@ -179,7 +184,11 @@ function emptyDaemon(): DaemonSettings {
     hostTools: {},
     auth: null,
     worker: { concurrency: 4, graceMs: 30_000 },
-    workspaces: { checkoutRetentionDays: 30, transcriptRetentionDays: 90 },
+    workspaces: {
+      checkoutRetentionDays: DEFAULT_CHECKOUT_RETENTION_DAYS,
+      transcriptRetentionDays: DEFAULT_TRANSCRIPT_RETENTION_DAYS,
+      repoCache: { maxSizeBytes: DEFAULT_REPO_CACHE_MAX_SIZE_BYTES },
+    },
   };
 }
 

@@ -4,6 +4,7 @@ import { checkPublishingIdentities } from "./outputs.ts";
 import { checkAgentAndSkills, readIdentity } from "./pipeline/agent-and-skills.ts";
 import { readArgs } from "./pipeline/args.ts";
 import { checkBudgetTargets, readBudget } from "./pipeline/budget.ts";
+import { readCheckout } from "./pipeline/checkout.ts";
 import { readConcurrency } from "./pipeline/concurrency.ts";
 import type { PipelineContext, PipelineDraft } from "./pipeline/draft.ts";
 import { readKnowledge } from "./pipeline/knowledge.ts";
@@ -35,6 +36,7 @@ const PIPELINE_KEYS = [
   "env",
   "setup",
   "retain_checkout",
+  "checkout",
   "targets",
   "orchestrator",
   "knowledge",
@@ -88,6 +90,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const env = readEnv(f, root);
   const setup = readSetup(f, root);
   const retainCheckout = readRetainCheckout(f, root);
+  const checkout = readCheckout(f, root);
   const targets = readTargets(f, root);
   const orchestrator = readOrchestrator(f, root);
   const knowledge = readKnowledge(f, root);
@@ -124,6 +127,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     env,
     setup,
     retainCheckout,
+    checkout,
     targets,
     ...(orchestrator ? { orchestrator } : {}),
     knowledge,

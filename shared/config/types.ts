@@ -165,6 +165,8 @@ export interface Pipeline {
   env: Record<string, string>;
   setup: { run: string }[];
   retainCheckout: boolean;
+  /** `checkout:`: how much of the repository a run's worktree holds (worker/checkout/) */
+  checkout: CheckoutSettings;
   targets: string[];
   orchestrator?: Orchestrator;
   knowledge: { method: "bm25" | "hybrid" | "none"; delivery?: "prompt" | "file" | "search" | "browse" };
@@ -180,6 +182,21 @@ export interface Pipeline {
   budget?: Budget;
   /** `concurrency:`: runs of one group never run at once (docs/worker.md, "Concurrency groups") */
   concurrency?: Concurrency;
+}
+
+/** `checkout:` of a pipeline (docs/worker.md, "Checkouts"). */
+export interface CheckoutSettings {
+  /**
+   * commits of the head's history the worktree holds at least; `full`: the whole history; absent:
+   * what a review needs (the head, and for a pull request its base and their merge base)
+   */
+  depth?: number | "full";
+  /** `submodules`: none, the first level, or every level, fetched as the run's identity */
+  submodules: false | true | "recursive";
+  /** `lfs`: Git LFS files fetched as the run's identity (needs git-lfs on the worker's host) */
+  lfs: boolean;
+  /** `paths`: a sparse checkout of these directories (cone mode); empty: the whole tree */
+  paths: string[];
 }
 
 /** `concurrency:` of a pipeline. */
@@ -329,7 +346,12 @@ export interface ConfigSnapshot {
       embedder?: string;
     };
   };
-  repos: Record<string, { cloneUrl: string }>;
+  /**
+   * `repos.<owner>/<name>`: the repositories runs check out. `cloneUrl` is resolved at load: the
+   * configured `clone_url`, else `<origin of codehost.api_url>/<owner>/<name>.git` (github.com for
+   * api.github.com); `configured` says which
+   */
+  repos: Record<string, { cloneUrl: string; configured: boolean }>;
   /** the code host outputs are posted to; absent when daemon.yaml has no `codehost` */
   codehost?: CodehostConfig;
   channels: { chat: { apiUrl?: string; bots: Record<string, { token: SecretSource }> } };
@@ -353,7 +375,12 @@ export interface ConfigSnapshot {
   metrics?: MetricsSettings;
   /** `log:` (shared/config/log.ts); absent = stdout only */
   log?: LogSettings;
-  workspaces: { checkoutRetentionDays: number; transcriptRetentionDays: number };
+  workspaces: {
+    checkoutRetentionDays: number;
+    transcriptRetentionDays: number;
+    /** `workspaces.repo_cache`: the worker host's repository mirrors (worker/checkout/cache.ts) */
+    repoCache: { maxSizeBytes: number };
+  };
   /** `sandboxes:` (shared/config/sandboxes.ts); absent in snapshots built by hand, which then use the defaults */
   sandboxes?: SandboxSettings;
   pipelines: Record<string, Pipeline>;

@@ -15,6 +15,7 @@ export function pipeline(name: string, overrides: Partial<Pipeline> = {}): Pipel
     env: {},
     setup: [],
     retainCheckout: true,
+    checkout: { submodules: false, lfs: false, paths: [] },
     targets: [],
     knowledge: { method: "none" },
     ...overrides,

@@ -15,6 +15,10 @@ export interface EventContext {
   outsider: boolean;
   /** the pull request's (or issue's, merge request's) number, when the event concerns one (eventNumber) */
   number?: number;
+  /** the event concerns a pull request (its own event, a review, or a comment on it): `number` is one */
+  pull?: boolean;
+  /** a pull request's base as its event states it: the branch it merges into, and that branch's commit */
+  base?: { sha: string; ref: string };
 }
 
 type Json = Record<string, unknown>;
@@ -57,6 +61,11 @@ export function eventContext(kind: string, payload: unknown): EventContext {
   const context: EventContext = { repo, sha, branch, outsider: isOutsider(body) };
   const number = eventNumber(body);
   if (number !== undefined) context.number = number;
+  if (pull || obj(obj(body.issue)?.pull_request)) context.pull = true;
+  const base = obj(pull?.base);
+  const baseSha = str(base?.sha);
+  const baseRef = str(base?.ref);
+  if (baseSha && baseRef) context.base = { sha: baseSha, ref: baseRef };
   if (kind === "manual" || kind === "replay") {
     const agent = named(body.agent);
     const skill = named(body.skill);

@@ -38,7 +38,8 @@ export async function sweepWorkspaces(
   const result: SweepResult = { checkouts: 0, transcripts: 0, discardedTriggers: 0 };
   const runs = await readdir(root, { withFileTypes: true }).catch(() => []);
   for (const run of runs) {
-    if (!run.isDirectory()) continue;
+    // hidden folders are the worker's own (.repos: the repository cache, bounded by its own size; .gateway-*)
+    if (!run.isDirectory() || run.name.startsWith(".")) continue;
     const runDir = join(root, run.name);
     const checkout = join(runDir, "checkout");
     if (await olderThan(checkout, now - checkoutDays * DAY_MS)) {

@@ -14,6 +14,8 @@ export interface RunEnvironmentInput {
   pipeline: Pick<Pipeline, "env">;
   /** the head the concurrency group's last completed run reviewed, if an ancestor of SHA (previous-head.ts) */
   previousSha?: string;
+  /** a pull request's base commit and branch (BASE_SHA, BASE_REF), when the checkout holds them */
+  base?: { sha: string; ref: string };
   /** the rest of a comment command's line (`@svc review <args>`), when a command fired the run */
   commandArgs?: string;
 }
@@ -21,6 +23,7 @@ export interface RunEnvironmentInput {
 /**
  * The complete environment of a setup step, built from nothing: the contract's nine variables,
  * PREVIOUS_SHA (empty unless a concurrency group's earlier run reviewed an ancestor of SHA),
+ * BASE_SHA and BASE_REF (a pull request's base, empty otherwise; svc's extension beside PREVIOUS_SHA),
  * the pipeline's `env` manifest, and PATH/HOME. Never a spread of process.env, so no `SVC_*`,
  * database URL or credential of the worker can reach a step. The payload travels as a variable,
  * never spliced into the command, so its shell metacharacters are inert.
@@ -40,6 +43,8 @@ export function runEnvironment(input: RunEnvironmentInput): Record<string, strin
     EVENT_SOURCE: input.eventSource,
     PAYLOAD_JSON: JSON.stringify(input.payload ?? null),
     PREVIOUS_SHA: input.previousSha ?? "",
+    BASE_SHA: input.base?.sha ?? "",
+    BASE_REF: input.base?.ref ?? "",
     ...(input.commandArgs !== undefined ? { COMMAND_ARGS: input.commandArgs } : {}),
   };
 }
@@ -50,6 +55,7 @@ export function eventEnvironment(
   event: ResolvedEvent,
   pipeline: Pick<Pipeline, "env">,
   previousSha = "",
+  base?: { sha: string; ref: string },
 ): Record<string, string> {
   const { repo, sha, branch } = event.context;
   return runEnvironment({
@@ -62,6 +68,7 @@ export function eventEnvironment(
     payload: event.payload,
     pipeline,
     previousSha,
+    ...(base ? { base } : {}),
     ...(event.command ? { commandArgs: event.command.args } : {}),
   });
 }

@@ -1,3 +1,4 @@
+import { previousGroupHead } from "../../db/concurrency-groups.ts";
 import { recordInvocationKnowledge } from "../../db/invocation-knowledge.ts";
 import { withCommand } from "../event/command.ts";
 import { eventOfRun } from "../event/resolve.ts";
@@ -8,15 +9,15 @@ import { announceProgress } from "../outputs/progress.ts";
 import { publishOutputs } from "../outputs/publish.ts";
 import { runAgentOnTargets } from "./agent.ts";
 import { recordSurface } from "./artifacts.ts";
+import { checkOutRun } from "./checkout-task.ts";
 import { eventEnvironment } from "./environment.ts";
 import { placeKnowledgeFiles, prepareRunKnowledge, type RunKnowledge } from "./knowledge.ts";
 import { runGate } from "./output-gate.ts";
-import { previousHead } from "./previous-head.ts";
 import { openRunSecrets } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import { setupStepToken } from "./setup-token.ts";
 import type { RunDeps, RunEnd, RunInput, RunState } from "./types.ts";
-import { checkOutEvent, emptyAgentDir } from "./workspace.ts";
+import { emptyAgentDir } from "./workspace.ts";
 
 /**
  * One run's phases, in order: resolve the event → the output gate → prepare the workspace → setup
@@ -32,28 +33,34 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   // sticky comments with `progress` say the run started; a failure there is logged, never the run's
   const { invocationId, workload, pipeline } = input;
   await announceProgress(deps, { invocationId, triggerId: workload.trigger_id, pipeline, event });
-  const cloneFailure = await checkOutEvent(deps.config, input.paths, event.context);
-  if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
+  // the group's last reviewed head is read first: the checkout holds it when it is an ancestor of this head
+  const reviewed = input.group
+    ? await previousGroupHead(deps.records, input.group, input.invocationId)
+    : undefined;
+  const checkout = await checkOutRun(deps, input, event, reviewed);
+  if (checkout.failure) return { kind: "failed", diagnostic: checkout.failure };
   // where each phase's processes run: on a sandboxed pipeline, a container for the setup steps and
   // another for the agent; else the worker's host for both
   // before a container exists: an App that cannot issue the steps' token ends the run here
   const setupToken = await setupStepToken(deps, input.pipeline, event.context.repo);
   if (setupToken.failure) return { kind: "failed", diagnostic: setupToken.failure };
   const { sandbox } = input.pipeline;
-  // read before any step runs: nothing of the pull request has touched the checkout yet
-  const previousSha = input.group ? await previousHead(deps.records, input.group, input) : "";
+  const previousSha = checkout.result?.previous ?? "";
+  const base = checkout.result?.base;
   const engines: RunEngines = sandbox
     ? openSandbox(deps, sandbox, { paths: input.paths, invocationId: input.invocationId })
     : { setup: deps.host, agent: deps.host };
   // open before the first process: every artifact of the run from here on is redacted with them
   const secrets = openRunSecrets(input.invocationId, deps);
   if (setupToken.token) secrets.add(setupToken.token);
+  // the checkout's credential reached git alone; should a host echo it, it is redacted too
+  if (checkout.result?.secret) secrets.add(checkout.result.secret);
   const run: RunState = {
     ...{ deps, input, event, engines, secrets, previousSha },
-    env: eventEnvironment(input.paths, event, input.pipeline, previousSha),
+    env: eventEnvironment(input.paths, event, input.pipeline, previousSha, base),
     ...(setupToken.token ? { setupEnv: { GH_TOKEN: setupToken.token, GITHUB_TOKEN: setupToken.token } } : {}),
     knowledge: { passages: [] },
-    seq: 0,
+    seq: checkout.result ? 1 : 0,
   };
   let end: RunEnd;
   try {

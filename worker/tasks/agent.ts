@@ -54,12 +54,14 @@ export interface TaskRun {
 export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd> {
   const { task, workload, pipeline, paths } = run;
   const event = withCommand(await eventOfRun(deps.records, { workload, pipeline }), deps.config, pipeline);
-  const cloneFailure = await checkOutEvent(deps.config, paths, event.context, " for the task");
-  if (cloneFailure) return { kind: "failed", diagnostic: cloneFailure };
+  const checkout = await checkOutEvent(deps, paths, event.context, pipeline, { what: " for the task" });
+  if (checkout.failure) return { kind: "failed", diagnostic: checkout.failure };
+  // the checkout's credential reached git alone; should a host echo it, it is redacted too
+  if (checkout.result?.secret) run.secrets.add(checkout.result.secret);
   const identity = await identityEnv(deps, pipeline, task, event.context.repo);
   // a principal's token is the agent's: what it prints of it is redacted like its run token
   if (identity.GH_TOKEN) run.secrets.add(identity.GH_TOKEN);
-  const env = { ...eventEnvironment(paths, event, pipeline), ...identity };
+  const env = { ...eventEnvironment(paths, event, pipeline, "", checkout.result?.base), ...identity };
   // a task has no setup steps: its sandbox's agent container starts with its first process
   const engines: RunEngines = pipeline.sandbox
     ? openSandbox(deps, pipeline.sandbox, { paths, invocationId: task.invocationId, taskId: task.id })

@@ -1,4 +1,5 @@
 import { lastRunPerRepo, type PullRun, runsForPulls } from "../../../db/repo-runs.ts";
+import { withoutUserinfo } from "../../../shared/config/daemon/repos.ts";
 import { type CodehostReads, codehostReads } from "../../repos/codehost-reads.ts";
 import { ok } from "../context.ts";
 import { ApiError, notFound } from "../errors.ts";
@@ -35,7 +36,8 @@ export async function listReposRoute(ctx: RouteContext): Promise<Reply> {
       const last = lastRuns.get(name);
       const base = {
         name,
-        cloneUrl: ctx.deps.config.repos[name]!.cloneUrl,
+        // the resolved URL (clone_url, else the code host's); a user:password pasted into it stays here
+        cloneUrl: withoutUserinfo(ctx.deps.config.repos[name]!.cloneUrl),
         lastRun: last
           ? {
               trigger: last.trigger,

@@ -13,6 +13,8 @@ export const SETUP_ENVIRONMENT = [
   "EVENT_SOURCE",
   "PAYLOAD_JSON",
   "PREVIOUS_SHA",
+  "BASE_SHA",
+  "BASE_REF",
 ] as const;
 
 const TEMPLATE = /\{\{[\s\S]*?\}\}/;

@@ -39,7 +39,7 @@ beforeAll(async () => {
   // a local install: loopback bind, no tokens, so the CLI needs no credential
   api = await startApi(db.url, {
     ...apiConfig(null),
-    repos: { [HELLO]: { cloneUrl: "https://github.com/Codertocat/Hello-World.git" } },
+    repos: { [HELLO]: { cloneUrl: "https://github.com/Codertocat/Hello-World.git", configured: true } },
     codehost: { apiUrl: github.url, token: { kind: "inline", value: "ghs-default" }, principals: {} },
   });
   ({ invocation } = await seedLineage(api.pool));

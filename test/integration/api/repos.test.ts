@@ -19,6 +19,7 @@ const FIXTURE = join(
 const HELLO = "Codertocat/Hello-World";
 const GOOD_TOKEN = "ghs_default_identity_token";
 const READER = "secret-reader";
+const PASTED = "ghp_pasted_into_clone_url";
 
 let db: TestDatabase;
 let github: FakeGitHub;
@@ -30,9 +31,13 @@ function config(token: string): ConfigSnapshot {
   return {
     ...base,
     repos: {
-      [HELLO]: { cloneUrl: "https://github.com/Codertocat/Hello-World.git" },
-      "acme/locked": { cloneUrl: "https://github.com/acme/locked.git" },
-      "acme/gone": { cloneUrl: "https://github.com/acme/gone.git" },
+      [HELLO]: { cloneUrl: "https://github.com/Codertocat/Hello-World.git", configured: true },
+      "acme/locked": { cloneUrl: "https://github.com/acme/locked.git", configured: true },
+      // a credential pasted into clone_url: the worker sends it as a header, GET /repos never shows it
+      "acme/gone": {
+        cloneUrl: `https://x-access-token:${PASTED}@github.com/acme/gone.git`,
+        configured: true,
+      },
     },
     codehost: { apiUrl: github.url, token: { kind: "inline", value: token }, principals: {} },
   };
@@ -96,6 +101,7 @@ const get = async (path: string, harness = api) => {
   const response = await harness.request("GET", path, { token: READER });
   const text = await response.text();
   expect(text).not.toContain(GOOD_TOKEN);
+  expect(text).not.toContain(PASTED);
   return { status: response.status, body: JSON.parse(text), headers: response.headers };
 };
 
@@ -115,7 +121,12 @@ describe("GET /repos", () => {
       error: null,
       lastRun: { trigger, kind: "codehost", event: "pull_request.opened", status: "error" },
     });
-    expect(gone).toMatchObject({ defaultBranch: null, lastRun: null, error: { code: "codehost_not_found" } });
+    expect(gone).toMatchObject({
+      cloneUrl: "https://github.com/acme/gone.git",
+      defaultBranch: null,
+      lastRun: null,
+      error: { code: "codehost_not_found" },
+    });
     expect(gone.error.message).toContain("codehost.token (the default identity)");
     expect(locked.error.code).toBe("codehost_forbidden");
     expect(locked.error.message).toBe(

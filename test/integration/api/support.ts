@@ -26,6 +26,7 @@ export function pipeline(name: string, extra: Partial<Pipeline> = {}): Pipeline 
     env: {},
     setup: [],
     retainCheckout: false,
+    checkout: { submodules: false, lfs: false, paths: [] },
     targets: ["local-agent"],
     knowledge: { method: "hybrid" },
     ...extra,
@@ -80,7 +81,11 @@ export function apiConfig(auth: ConfigSnapshot["auth"], host = "127.0.0.1"): Con
     },
     auth,
     worker: { concurrency: 1, graceMs: 1000 },
-    workspaces: { checkoutRetentionDays: 30, transcriptRetentionDays: 90 },
+    workspaces: {
+      checkoutRetentionDays: 30,
+      transcriptRetentionDays: 90,
+      repoCache: { maxSizeBytes: 20 * 1024 ** 3 },
+    },
     pipelines: {
       nightly: pipeline("nightly", {
         args: { label: { type: "string", required: true }, limit: { type: "number", required: false } },

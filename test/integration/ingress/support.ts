@@ -24,7 +24,11 @@ export function snapshot(
     hostTools: {},
     auth: null,
     worker: { concurrency: 1, graceMs: 1000 },
-    workspaces: { checkoutRetentionDays: 30, transcriptRetentionDays: 90 },
+    workspaces: {
+      checkoutRetentionDays: 30,
+      transcriptRetentionDays: 90,
+      repoCache: { maxSizeBytes: 20 * 1024 ** 3 },
+    },
     pipelines: {},
     agents: {},
     skills: {},

@@ -35,7 +35,11 @@ describe("the retention tier of discarded triggers", () => {
     bed = await openTestBed();
     pool = bed.pool;
     config = makeConfig(bed.dir, {
-      workspaces: { checkoutRetentionDays: 10, transcriptRetentionDays: 90 },
+      workspaces: {
+        checkoutRetentionDays: 10,
+        transcriptRetentionDays: 90,
+        repoCache: { maxSizeBytes: 20 * 1024 ** 3 },
+      },
       targets: { broken: commandTarget("broken", ["/bin/false"]) },
       pipelines: {
         notes: pipeline("notes", { agent: "helper", targets: ["broken"] }),

@@ -39,7 +39,11 @@ export function makeConfig(dir: string, overrides: Partial<ConfigSnapshot> = {})
     hostTools: {},
     auth: null,
     worker: { concurrency: 2, graceMs: 5_000 },
-    workspaces: { checkoutRetentionDays: 30, transcriptRetentionDays: 90 },
+    workspaces: {
+      checkoutRetentionDays: 30,
+      transcriptRetentionDays: 90,
+      repoCache: { maxSizeBytes: 20 * 1024 ** 3 },
+    },
     pipelines: {},
     agents: {
       helper: {

@@ -219,7 +219,13 @@ describe("reaper and retention sweeper", () => {
       body: "keep me",
     });
     // transcriptRetentionDays 5 is clamped up to the checkout tier of 10
-    const config = makeConfig(dir, { workspaces: { checkoutRetentionDays: 10, transcriptRetentionDays: 5 } });
+    const config = makeConfig(dir, {
+      workspaces: {
+        checkoutRetentionDays: 10,
+        transcriptRetentionDays: 5,
+        repoCache: { maxSizeBytes: 20 * 1024 ** 3 },
+      },
+    });
     const result = await sweepWorkspaces(pool, config);
     expect(existsSync(fresh.checkout) && existsSync(fresh.transcript)).toBe(true);
     expect(existsSync(middle.checkout)).toBe(false);

@@ -83,7 +83,7 @@ sleep 300
         strict: commandTarget("strict", ["./bin/bad-agent"]),
         slow: commandTarget("slow", ["./bin/slow-agent"], 1_500),
       },
-      repos: { "acme/widgets": { cloneUrl: bareRepo } },
+      repos: { "acme/widgets": { cloneUrl: bareRepo, configured: true } },
       pipelines: {
         notes: pipeline("notes", {
           agent: "helper",
@@ -262,8 +262,7 @@ sleep 300
     expect(invocations[0].diagnostic).toMatchObject({
       code: "setup_failed",
       field: "checkout",
-      message:
-        'cloning acme/widgets at --orphan=pwned failed: "--orphan=pwned" names no commit of the repository',
+      message: 'checking out acme/widgets at --orphan=pwned failed: "--orphan=pwned" is not a full commit id',
     });
   });
 

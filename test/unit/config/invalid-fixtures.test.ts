@@ -350,7 +350,7 @@ const CASES: [string, string, string][] = [
   [
     "setup-template",
     "setup_template",
-    'pipelines/main.yaml: "setup[0].run" uses a "{{ ... }}" template placeholder, which is rejected - read the environment variables instead: $WORKTREE, $RUN_DIR, $SURFACE_DIR, $REPO, $SHA, $BRANCH, $EVENT_NAME, $EVENT_SOURCE, $PAYLOAD_JSON, $PREVIOUS_SHA (other event fields from $PAYLOAD_JSON)',
+    'pipelines/main.yaml: "setup[0].run" uses a "{{ ... }}" template placeholder, which is rejected - read the environment variables instead: $WORKTREE, $RUN_DIR, $SURFACE_DIR, $REPO, $SHA, $BRANCH, $EVENT_NAME, $EVENT_SOURCE, $PAYLOAD_JSON, $PREVIOUS_SHA, $BASE_SHA, $BASE_REF (other event fields from $PAYLOAD_JSON)',
   ],
   [
     "skill-top-level-version",

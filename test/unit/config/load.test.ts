@@ -84,6 +84,14 @@ describe("loadConfig on the reference configuration", () => {
     expect(config.pipelines["pr-review"]!.setup.map((step) => step.run).join("\n")).toContain(
       "$PREVIOUS_SHA",
     );
+    // a repository without clone_url, cloned from the origin of codehost.api_url; the review's
+    // worktree holds what a review needs
+    expect(config.repos["acme/widgets"]).toEqual({
+      cloneUrl: "https://github.com/acme/widgets.git",
+      configured: false,
+    });
+    expect(config.workspaces.repoCache).toEqual({ maxSizeBytes: 20 * 1024 ** 3 });
+    expect(config.pipelines["pr-review"]!.checkout).toEqual({ submodules: false, lfs: false, paths: [] });
   });
 
   it("loads the copy in test/fixtures with no problems at all", async () => {
@@ -133,7 +141,10 @@ describe("loadConfig on the reference configuration", () => {
       minScore: 0.2,
       rewrite: { targets: ["gpt"] },
     });
-    expect(config.repos["acme/widgets"]).toEqual({ cloneUrl: "https://github.com/acme/widgets.git" });
+    expect(config.repos["acme/widgets"]).toEqual({
+      cloneUrl: "https://github.com/acme/widgets.git",
+      configured: true,
+    });
     expect(config.queue.circuitBreaker?.escalate?.chat).toEqual({ bot: "releasebot", channel: "C0123456" });
     expect(config.hostTools.notify).toEqual({
       name: "notify",
@@ -154,7 +165,11 @@ describe("loadConfig on the reference configuration", () => {
       jwksUrl: "https://id.example.com/.well-known/jwks.json",
     });
     expect(config.worker).toEqual({ concurrency: 2, graceMs: 45_000, heartbeatMs: 10_000 });
-    expect(config.workspaces).toEqual({ checkoutRetentionDays: 30, transcriptRetentionDays: 90 });
+    expect(config.workspaces).toEqual({
+      checkoutRetentionDays: 30,
+      transcriptRetentionDays: 90,
+      repoCache: { maxSizeBytes: 20 * 1024 ** 3 },
+    });
     expect(config.members.map((member) => [member.name, member.kind])).toEqual([
       ["reviewer", "agent"],
       ["dana", "human"],
@@ -299,13 +314,18 @@ describe("rules that depend on the environment", () => {
       ),
     );
     const clamped = await loadConfig({ dir, env: REFERENCE_ENV });
-    expect(expectOk(clamped).workspaces).toEqual({ checkoutRetentionDays: 45, transcriptRetentionDays: 45 });
+    expect(expectOk(clamped).workspaces).toEqual({
+      checkoutRetentionDays: 45,
+      transcriptRetentionDays: 45,
+      repoCache: { maxSizeBytes: 20 * 1024 ** 3 },
+    });
     expect(clamped.problems.map((problem) => problem.code)).toEqual(["value_clamped"]);
 
     await writeFile(daemon, text.replace(/workspaces:\n.*\n.*\n/, ""));
     expect(expectOk(await loadConfig({ dir, env: REFERENCE_ENV })).workspaces).toEqual({
       checkoutRetentionDays: 30,
       transcriptRetentionDays: 90,
+      repoCache: { maxSizeBytes: 20 * 1024 ** 3 },
     });
   });
 

@@ -88,7 +88,7 @@ describe("event context", () => {
         repository: { full_name: "acme/widgets" },
         pull_request: { head: { sha: "abc", ref: "feature" } },
       }),
-    ).toEqual({ repo: "acme/widgets", sha: "abc", branch: "feature", outsider: false });
+    ).toEqual({ repo: "acme/widgets", sha: "abc", branch: "feature", outsider: false, pull: true });
     expect(
       eventContext("codehost", { repository: { full_name: "a/b" }, ref: "refs/heads/main", after: "def" }),
     ).toEqual({
@@ -97,6 +97,31 @@ describe("event context", () => {
       branch: "main",
       outsider: false,
     });
+  });
+  it("reads a pull request's base, and marks a comment on a pull request as concerning one", () => {
+    const base = { sha: "b".repeat(40), ref: "main" };
+    expect(
+      eventContext("codehost", {
+        repository: { full_name: "acme/widgets" },
+        pull_request: { number: 7, head: { sha: "abc", ref: "feature" }, base },
+      }),
+    ).toMatchObject({ number: 7, pull: true, base });
+    const comment = eventContext("codehost", {
+      repository: { full_name: "acme/widgets" },
+      issue: { number: 8, pull_request: { url: "x" } },
+    });
+    expect(comment).toMatchObject({ number: 8, pull: true });
+    expect(comment.base).toBeUndefined();
+    const issue = eventContext("codehost", {
+      repository: { full_name: "acme/widgets" },
+      issue: { number: 9 },
+    });
+    expect(issue.pull).toBeUndefined();
+    // a base without its commit is not one: nothing to diff against
+    expect(
+      eventContext("codehost", { repository: { full_name: "a/b" }, pull_request: { base: { ref: "main" } } })
+        .base,
+    ).toBeUndefined();
   });
   it("names the agent of a fire request or an agent-session event", () => {
     expect(eventContext("manual", { args: {}, agent: "x", skill: "y" })).toMatchObject({
@@ -217,6 +242,8 @@ describe("setup-step environment", () => {
             "EVENT_SOURCE",
             "PAYLOAD_JSON",
             "PREVIOUS_SHA",
+            "BASE_SHA",
+            "BASE_REF",
             "PATH",
             "HOME",
             ...Object.keys(manifest),

@@ -1,0 +1,182 @@
+import { existsSync, mkdirSync } from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type pg from "pg";
+import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import type { EventContext } from "../event/context.ts";
+import { observeCheckout, setRepoCacheBytes } from "../metrics.ts";
+import { boundCache, cacheRoot, mirrorPath, useMirror } from "./cache.ts";
+import { CheckoutAuthError, checkoutAuth, type GitAuth } from "./credentials.ts";
+import { COMMIT_ID, GitError } from "./git.ts";
+import { Mirror, MissingCommitError, RefusedError, type Want } from "./mirror.ts";
+import { type Plan, planWorktree, writeWorktree } from "./worktree.ts";
+
+/** A checkout that cannot be made: its message ends the run as `setup_failed`. */
+export class CheckoutError extends Error {}
+
+export interface CheckoutResult {
+  head: string;
+  base?: { sha: string; ref: string };
+  mergeBase?: string;
+  /** the concurrency group's last reviewed head, when it is an ancestor of this head */
+  previous?: string;
+  /** bytes the code host sent for this run's fetch (shared with the runs it was fetched for) */
+  bytes: number;
+  /** the mirror was made for this run */
+  cold: boolean;
+  /** the credential the fetch used: the run's redaction must know it */
+  secret?: string;
+  seconds: number;
+}
+
+/** One Mirror per mirror folder in this process: what coalesces the fetches of runs at once. */
+const mirrors = new Map<string, Mirror>();
+
+/**
+ * A branch or ref name an event names, accepted only in a form git reads as nothing but a name: no
+ * option, no revision syntax (`..`, `@{`, `^`, `~`, `:`), no path escape, no control character.
+ */
+export function safeRefName(name: string): boolean {
+  return (
+    /^[A-Za-z0-9][A-Za-z0-9._/+-]*$/.test(name) &&
+    !/\.\.|\/\/|\/\.|@\{|\.lock(\/|$)|[/.]$/.test(name) &&
+    name.length <= 255
+  );
+}
+
+/** What the event asks for, as the mirror's wants: the head first, then a pull request's base. */
+export function wantsOf(context: EventContext): { wants: Want[]; base?: { sha: string; ref: string } } {
+  const { sha, branch, number } = context;
+  if (sha && !COMMIT_ID.test(sha)) throw new CheckoutError(`${JSON.stringify(sha)} is not a full commit id`);
+  if (branch && !safeRefName(branch))
+    throw new CheckoutError(`${JSON.stringify(branch)} is not a branch name svc checks out`);
+  const wants: Want[] = [];
+  if (context.pull && number !== undefined) {
+    const ref = `refs/pull/${number}/head`;
+    wants.push(sha ? { sha, remoteRef: ref, keepRef: ref } : { remoteRef: ref, keepRef: ref });
+  } else if (sha) {
+    wants.push(
+      branch
+        ? { sha, remoteRef: `refs/heads/${branch}`, keepRef: `refs/heads/${branch}` }
+        : { sha, keepRef: "refs/svc/commit" },
+    );
+  } else if (branch) {
+    wants.push({ remoteRef: `refs/heads/${branch}`, keepRef: `refs/heads/${branch}` });
+  } else {
+    wants.push({ remoteRef: "HEAD", keepRef: "refs/svc/default" });
+  }
+  let base: { sha: string; ref: string } | undefined;
+  const stated = context.base;
+  if (stated && COMMIT_ID.test(stated.sha) && safeRefName(stated.ref)) {
+    base = stated;
+    const ref = `refs/heads/${stated.ref}`;
+    wants.push({ sha: stated.sha, remoteRef: ref, keepRef: ref, base: true });
+  }
+  return { wants, ...(base ? { base } : {}) };
+}
+
+export interface CheckoutRequest {
+  repo: string;
+  cloneUrl: string;
+  context: EventContext;
+  pipeline: Pipeline;
+  /** the run's (or task's) checkout folder; made here, by a rename once complete */
+  dest: string;
+  /** the concurrency group's last reviewed head, a candidate for PREVIOUS_SHA */
+  previous?: string;
+}
+
+/**
+ * The event's exact commit in the run's folder, from the host's mirror of the repository, fetched
+ * as the run's code-host identity when the mirror lacks it (docs/worker.md, "Checkouts"). A retried
+ * run keeps the checkout its first attempt made. A mirror that fails while a worktree is written
+ * from it is checked (`git fsck --connectivity-only`) and, when unsound, made anew once.
+ */
+export async function checkOutRepository(
+  deps: { pool: pg.Pool; config: Readonly<ConfigSnapshot> },
+  request: CheckoutRequest,
+): Promise<CheckoutResult> {
+  const started = performance.now();
+  let auth: GitAuth;
+  try {
+    auth = await checkoutAuth(deps, request.pipeline, request.repo, request.cloneUrl);
+  } catch (error) {
+    if (error instanceof CheckoutAuthError) throw new CheckoutError(error.message);
+    throw error;
+  }
+  const { wants, base } = wantsOf(request.context);
+  const root = cacheRoot(deps.config.dir);
+  const path = mirrorPath(root, request.repo, auth.url);
+  let mirror = mirrors.get(path);
+  if (!mirror) {
+    mirror = new Mirror(path);
+    mirrors.set(path, mirror);
+  }
+  const release = await useMirror(path);
+  let result: CheckoutResult;
+  try {
+    result = await fromMirror(mirror, request, auth, wants, base).catch(async (error: unknown) => {
+      // a refusal is the identity's; anything else may be a mirror whose objects went bad on disk
+      // (a commit it holds reads as missing): checked, and if unsound rebuilt (a cold fetch) and tried once more
+      if (error instanceof RefusedError || error instanceof CheckoutError || (await mirror.isSound()))
+        throw error;
+      await mirror.locked(() => mirror.rebuild());
+      return fromMirror(mirror, request, auth, wants, base);
+    });
+  } catch (error) {
+    if (error instanceof MissingCommitError || error instanceof RefusedError)
+      throw new CheckoutError(error.message);
+    if (error instanceof GitError) throw new CheckoutError(error.message);
+    throw error;
+  } finally {
+    await release();
+  }
+  result.seconds = (performance.now() - started) / 1000;
+  if (auth.secret) result.secret = auth.secret;
+  observeCheckout(result.cold ? "cold" : "warm", result.seconds, result.bytes);
+  if (result.bytes > 0 || result.cold) {
+    const bound = await boundCache(root, deps.config.workspaces.repoCache.maxSizeBytes, path);
+    setRepoCacheBytes(bound.bytes);
+  }
+  return result;
+}
+
+async function fromMirror(
+  mirror: Mirror,
+  request: CheckoutRequest,
+  auth: GitAuth,
+  wants: Want[],
+  stated: { sha: string; ref: string } | undefined,
+): Promise<CheckoutResult> {
+  const fetched = await mirror.ensure(wants, auth);
+  const head = fetched.commits[0]!;
+  // the base the host has: the stated commit, else its branch's commit now, else none
+  const base = stated && fetched.commits[1] ? { sha: fetched.commits[1], ref: stated.ref } : undefined;
+  const plan: Plan = await planWorktree(
+    mirror.path,
+    { head, ...(base ? { base } : {}), ...(request.previous ? { previous: request.previous } : {}) },
+    request.pipeline.checkout,
+  );
+  // a retried run keeps what its first attempt checked out (its steps may have built in it)
+  if (!existsSync(join(request.dest, ".git"))) {
+    const temporary = `${request.dest}.partial-${process.pid}-${Date.now()}`;
+    mkdirSync(temporary, { mode: 0o700 });
+    try {
+      await writeWorktree(mirror.path, temporary, plan, request.pipeline.checkout, auth);
+      await rm(request.dest, { recursive: true, force: true });
+      await rename(temporary, request.dest);
+    } catch (error) {
+      await rm(temporary, { recursive: true, force: true });
+      throw error;
+    }
+  }
+  return {
+    head,
+    ...(plan.base ? { base: plan.base } : {}),
+    ...(plan.mergeBase ? { mergeBase: plan.mergeBase } : {}),
+    ...(plan.previous ? { previous: plan.previous } : {}),
+    bytes: fetched.bytes,
+    cold: fetched.cold,
+    seconds: 0,
+  };
+}

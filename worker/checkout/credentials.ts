@@ -1,0 +1,128 @@
+import type pg from "pg";
+import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
+import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import { PublishError } from "../outputs/attempt.ts";
+import { codehostIdentity, installationToken, secretValue } from "../outputs/tokens.ts";
+
+/**
+ * How git authenticates one fetch: an HTTP header scoped to the code host's origin, handed to git
+ * in its environment for that command only (`GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/
+ * `GIT_CONFIG_VALUE_0`). Never argv (every user of the host reads it), never a URL (git writes
+ * those into configs and messages), never a file: no `.git/config`, credential store or worktree
+ * file of a checkout or a mirror ever holds it.
+ */
+export interface GitAuth {
+  /** the URL git is given: the configured one without any user:password part */
+  url: string;
+  /** extra environment of the git commands that reach `url` */
+  env: Record<string, string>;
+  /** who is asking, for messages: `codehost.app (GitHub App 4242)`, `codehost.principal.bot`, `anonymous` */
+  identity: string;
+  /** what the identity needs, for a refusal's message */
+  needs: string;
+  /** the secret in `env`, for the run's redaction and for grouping fetches by identity */
+  secret?: string;
+}
+
+/** The checkout's permission: an installation token that can read the repository's contents, nothing else. */
+export const CHECKOUT_PERMISSIONS = { contents: "read" } as const;
+
+export class CheckoutAuthError extends Error {}
+
+function scoped(base: string, user: string, password: string): Record<string, string> {
+  return {
+    GIT_CONFIG_COUNT: "1",
+    // scoped to the code host's base URL: a redirect or a submodule on another host never receives it
+    GIT_CONFIG_KEY_0: `http.${base}/.extraheader`,
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`,
+  };
+}
+
+/**
+ * The credential a run's checkout of `repo` fetches with: the pipeline's code-host identity (an
+ * App's installation token for that one repository, contents: read; a principal's or the default
+ * token), or a user:password the operator wrote into `clone_url`. A URL on another origin than the
+ * code host's gets no identity. An App that is not installed on the repository fetches anonymously
+ * (a public repository needs nothing); the refusal of a private one then names the App.
+ */
+export async function checkoutAuth(
+  deps: { pool: pg.Pool; config: Readonly<ConfigSnapshot> },
+  pipeline: Pipeline,
+  repo: string,
+  cloneUrl: string,
+): Promise<GitAuth> {
+  const parsed = safeUrl(cloneUrl);
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+    return { url: cloneUrl, env: {}, identity: "anonymous", needs: "read access to the repository" };
+  }
+  if (parsed.username || parsed.password) {
+    const user = decodeURIComponent(parsed.username);
+    const password = decodeURIComponent(parsed.password);
+    parsed.username = "";
+    parsed.password = "";
+    return {
+      url: parsed.toString(),
+      env: scoped(parsed.origin, user || "x-access-token", password),
+      identity: `the credential in repos.${repo}.clone_url`,
+      needs: "read access to the repository",
+      secret: password || user,
+    };
+  }
+  const codehost = deps.config.codehost;
+  const anonymous: GitAuth = {
+    url: cloneUrl,
+    env: {},
+    identity: "anonymous",
+    needs: "a code-host identity (codehost.app or codehost.token) that can read the repository",
+  };
+  // only a URL under the code host's own base (github.com for api.github.com; GitHub Enterprise's
+  // origin) is given the identity: another host never receives it
+  const base = codehost ? codehostWebBase(codehost.apiUrl) : undefined;
+  if (!base || !cloneUrl.startsWith(`${base}/`)) return anonymous;
+  const identity = codehostIdentity(deps.config as ConfigSnapshot, pipeline);
+  if (!identity) return anonymous;
+  if (identity.credential.token) {
+    const token = await secretValue(identity.credential.token, deps.pool, deps.config);
+    return {
+      url: cloneUrl,
+      env: scoped(base, "x-access-token", token),
+      identity: identity.name,
+      needs: `read access to ${repo} (a fine-grained token with "Contents: read" on it, or a classic token with the repo scope)`,
+      secret: token,
+    };
+  }
+  const app = identity.credential.app;
+  const named = `${identity.name} (GitHub App ${app.id})`;
+  try {
+    const { token } = await installationToken(app, repo, deps.pool, deps.config as ConfigSnapshot, {
+      restrict: true,
+      permissions: CHECKOUT_PERMISSIONS,
+    });
+    return {
+      url: cloneUrl,
+      env: scoped(base, "x-access-token", token),
+      identity: named,
+      needs: `the App installed on ${repo} with the "Contents: read" permission`,
+      secret: token,
+    };
+  } catch (error) {
+    if (!(error instanceof PublishError)) throw error;
+    // not installed on the repository: it may be public, which needs no identity at all
+    if (/is not installed on/.test(error.message)) {
+      return {
+        ...anonymous,
+        identity: `anonymous (${named} is not installed on ${repo})`,
+        needs: `the App installed on ${repo} with the "Contents: read" permission`,
+      };
+    }
+    throw new CheckoutAuthError(`${named} could not get a token to read ${repo}: ${error.message}`);
+  }
+}
+
+function safeUrl(value: string): URL | undefined {
+  try {
+    return new URL(value);
+  } catch {
+    return undefined; // an absolute path: a local repository, no credential
+  }
+}

@@ -1,0 +1,92 @@
+import { spawn } from "node:child_process";
+
+/**
+ * git as the checkout runs it: never prompting, never reading the operator's global or system
+ * configuration, never learning svc's environment. Credentials reach git only through `env`
+ * (`GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_n`/`GIT_CONFIG_VALUE_n`, credentials.ts): never argv, where
+ * any user of the host reads them, and never a file.
+ */
+export function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    // no ssh prompt either: an ssh URL of a submodule fails instead of waiting for a key's passphrase
+    GIT_SSH_COMMAND: "ssh -o BatchMode=yes",
+    // git-lfs must not fetch on checkout behind our back: lfs.ts pulls explicitly, as the run's identity
+    GIT_LFS_SKIP_SMUDGE: "1",
+    ...extra,
+  };
+}
+
+export class GitError extends Error {
+  readonly stderr: string;
+  readonly exitCode: number | null;
+  constructor(args: string[], exitCode: number | null, stderr: string) {
+    super(`git ${verb(args)} failed (exit ${exitCode}): ${lastLines(stderr)}`);
+    this.stderr = stderr;
+    this.exitCode = exitCode;
+  }
+}
+
+/** The subcommand of an argv, past the global options that take a value (`-c x`, `--git-dir x`). */
+function verb(args: string[]): string {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === "-c" || args[i] === "--git-dir" || args[i] === "-C") i++;
+    else if (!args[i]!.startsWith("-")) return args[i]!;
+  }
+  return "";
+}
+
+function lastLines(text: string): string {
+  const lines = text.trim().split("\n").filter(Boolean);
+  return lines.slice(-3).join(" / ").slice(0, 600) || "no message";
+}
+
+export interface GitOptions {
+  cwd?: string;
+  /** added to gitEnv() for this command only: credentials, GIT_DIR */
+  env?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs git and resolves with its stdout; a non-zero exit rejects with a GitError carrying stderr.
+ * Output is read as it comes (a rev-list of a large history is megabytes), not buffered by a limit.
+ */
+export function git(args: string[], options: GitOptions = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", args, {
+      cwd: options.cwd,
+      env: gitEnv(options.env),
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+    child.on("error", (error) => reject(error));
+    child.on("close", (code) => {
+      const stderr = Buffer.concat(err).toString("utf8");
+      if (code === 0) resolve(Buffer.concat(out).toString("utf8"));
+      else reject(new GitError(args, code, stderr));
+    });
+  });
+}
+
+/** Whether the repository at `gitDir` holds `object` (a commit id), without asking any remote. */
+export async function hasCommit(gitDir: string, object: string): Promise<boolean> {
+  try {
+    await git(["--git-dir", gitDir, "cat-file", "-e", `${object}^{commit}`]);
+    return true;
+  } catch (error) {
+    if (error instanceof GitError) return false; // exit 1 or 128: not there
+    throw error;
+  }
+}
+
+/** A full hex commit id: what the event's sender wrote is only handed to git when it is one. */
+export const COMMIT_ID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
