@@ -2,7 +2,10 @@ import { createHash } from "node:crypto";
 import { lstatSync, mkdirSync, readdirSync, renameSync, statSync, utimesSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
+import { cacheRoot, diskUsage } from "../../shared/repo-cache.ts";
 import { type HeldLock, lockFile } from "./lock.ts";
+
+export { cacheRoot, diskUsage };
 
 /**
  * The repository cache of a worker host: one bare mirror per repository under
@@ -13,9 +16,6 @@ import { type HeldLock, lockFile } from "./lock.ts";
  * mirror by. The lock file's modification time is the mirror's last use: least recently used
  * mirrors go first.
  */
-export function cacheRoot(configDir: string): string {
-  return join(configDir, "workspaces", ".repos");
-}
 
 /** Where the mirror of `repo` fetched from `url` lives: the host's folder, then the repository's name. */
 export function mirrorPath(root: string, repo: string, url: string): string {
@@ -86,27 +86,6 @@ function touch(path: string): void {
   } catch {
     // the lock file is made by the fetch lock; before that the mirror has never been used
   }
-}
-
-/** Bytes the folder takes on disk (allocated blocks, as du counts them), links not followed. */
-export function diskUsage(path: string): number {
-  let total = 0;
-  let stats: ReturnType<typeof lstatSync>;
-  try {
-    stats = lstatSync(path);
-  } catch {
-    return 0; // gone while we counted: an eviction or a rebuild of another process
-  }
-  total += stats.blocks * 512;
-  if (!stats.isDirectory()) return total;
-  let names: string[] = [];
-  try {
-    names = readdirSync(path);
-  } catch {
-    return total; // removed meanwhile, as above
-  }
-  for (const name of names) total += diskUsage(join(path, name));
-  return total;
 }
 
 interface MirrorOnDisk {

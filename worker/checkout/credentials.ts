@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { gitAuthEnv } from "../../shared/codehost/git-auth.ts";
 import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { PublishError } from "../outputs/attempt.ts";
@@ -29,15 +30,6 @@ export const CHECKOUT_PERMISSIONS = { contents: "read" } as const;
 
 export class CheckoutAuthError extends Error {}
 
-function scoped(base: string, user: string, password: string): Record<string, string> {
-  return {
-    GIT_CONFIG_COUNT: "1",
-    // scoped to the code host's base URL: a redirect or a submodule on another host never receives it
-    GIT_CONFIG_KEY_0: `http.${base}/.extraheader`,
-    GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`,
-  };
-}
-
 /**
  * The credential a run's checkout of `repo` fetches with: the pipeline's code-host identity (an
  * App's installation token for that one repository, contents: read; a principal's or the default
@@ -62,7 +54,7 @@ export async function checkoutAuth(
     parsed.password = "";
     return {
       url: parsed.toString(),
-      env: scoped(parsed.origin, user || "x-access-token", password),
+      env: gitAuthEnv(parsed.origin, user || "x-access-token", password),
       identity: `the credential in repos.${repo}.clone_url`,
       needs: "read access to the repository",
       secret: password || user,
@@ -85,7 +77,7 @@ export async function checkoutAuth(
     const token = await secretValue(identity.credential.token, deps.pool, deps.config);
     return {
       url: cloneUrl,
-      env: scoped(base, "x-access-token", token),
+      env: gitAuthEnv(base, "x-access-token", token),
       identity: identity.name,
       needs: `read access to ${repo} (a fine-grained token with "Contents: read" on it, or a classic token with the repo scope)`,
       secret: token,
@@ -100,7 +92,7 @@ export async function checkoutAuth(
     });
     return {
       url: cloneUrl,
-      env: scoped(base, "x-access-token", token),
+      env: gitAuthEnv(base, "x-access-token", token),
       identity: named,
       needs: `the App installed on ${repo} with the "Contents: read" permission`,
       secret: token,
