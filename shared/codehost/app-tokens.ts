@@ -25,6 +25,13 @@ export interface TokenOptions {
   permissions?: Record<string, "read" | "write">;
 }
 
+/** What the message of an App that is not installed on a repository says (installationOf), for callers that may go on without it. */
+export const NOT_INSTALLED = "is not installed on";
+
+export function isNotInstalled(error: unknown): boolean {
+  return error instanceof Error && error.message.includes(`${NOT_INSTALLED} `);
+}
+
 export class AppAuthError extends Error {
   /** the HTTP status GitHub answered, when it answered */
   readonly status?: number;
@@ -107,7 +114,7 @@ export class AppTokens {
     } catch (error) {
       if (error instanceof AppAuthError && error.status === 404) {
         throw new AppAuthError(
-          `GitHub App ${this.#appId} is not installed on ${repo} - install it on the repository (the App's page > Install App)`,
+          `GitHub App ${this.#appId} ${NOT_INSTALLED} ${repo} - install it on the repository (the App's page > Install App)`,
           404,
         );
       }

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { isNotInstalled } from "../../shared/codehost/app-tokens.ts";
 import { gitAuthEnv } from "../../shared/codehost/git-auth.ts";
 import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
@@ -100,7 +101,7 @@ export async function checkoutAuth(
   } catch (error) {
     if (!(error instanceof PublishError)) throw error;
     // not installed on the repository: it may be public, which needs no identity at all
-    if (/is not installed on/.test(error.message)) {
+    if (isNotInstalled(error)) {
       return {
         ...anonymous,
         identity: `anonymous (${named} is not installed on ${repo})`,

@@ -1,3 +1,4 @@
+import { isNotInstalled } from "../../shared/codehost/app-tokens.ts";
 import type { Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
 import { PublishError } from "../outputs/attempt.ts";
@@ -36,6 +37,9 @@ export async function setupStepToken(
     return { token };
   } catch (error) {
     if (!(error instanceof PublishError)) throw error;
+    // not installed on the repository: a public one needs no token (its checkout was anonymous), and
+    // a private one could not have been checked out, so the steps go on without GH_TOKEN
+    if (isNotInstalled(error)) return {};
     return {
       failure: diagnostic(
         "setup_failed",

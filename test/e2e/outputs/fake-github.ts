@@ -90,6 +90,8 @@ export async function startFakeGitHub(options: {
   host?: string;
   /** App mode (fake-github-app.ts): Apps known by public key, acting through installation tokens */
   apps?: FakeAppSpec[];
+  /** git over smart HTTP on the same origin, as github.com serves it (test/support/git-smart-http.ts) */
+  git?: { handle(req: IncomingMessage, res: ServerResponse): boolean };
 }): Promise<FakeGitHub> {
   const apps = fakeAppHost(options.apps ?? []);
   let nextId = 1000;
@@ -115,6 +117,8 @@ export async function startFakeGitHub(options: {
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    // before anything reads the body: a git request's is a pack negotiation, not JSON
+    if (options.git?.handle(req, res)) return;
     const url = new URL(req.url ?? "/", "http://x");
     const body = await readBody(req);
     const authorization = req.headers.authorization;

@@ -9,9 +9,11 @@ import { boundCache, cacheRoot, diskUsage, mirrorPath, useMirror } from "../../.
 import { checkOutRepository } from "../../../worker/checkout/checkout.ts";
 import type { EventContext } from "../../../worker/event/context.ts";
 import { testGit } from "../../support/git.ts";
+import { startGitHost } from "../../support/git-smart-http.ts";
 
 /**
- * The repository cache's own rules, on local repositories (no code host: nothing to authenticate):
+ * The repository cache's own rules, against the loopback git host (public repositories: nothing to
+ * authenticate), with the worker's checkout called in process:
  * a size bound that evicts the least recently used mirror and never a busy one, and a mirror
  * corrupted on disk that is rebuilt instead of trusted.
  */
@@ -23,7 +25,8 @@ describe("the repository cache", () => {
   const deps = () => ({ pool: undefined as unknown as pg.Pool, config });
   let runs = 0;
 
-  const source = (name: string) => join(dir, "sources", name);
+  let host: Awaited<ReturnType<typeof startGitHost>>;
+  const source = (name: string) => `${host.url}/acme/${name}.git`;
   const checkOut = (name: string) => {
     const dest = join(dir, "runs", String(++runs), "checkout");
     mkdirSync(join(dest, ".."), { recursive: true });
@@ -41,9 +44,10 @@ describe("the repository cache", () => {
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "svc-repo-cache-"));
+    host = await startGitHost();
     const git = testGit(dir);
     for (const name of ["one", "two", "three"]) {
-      const repo = source(name);
+      const repo = join(dir, "sources", name);
       git(["init", "--quiet", "--initial-branch=main", repo]);
       // a few hundred KB of incompressible history each, so sizes are told apart from folder overhead
       for (let i = 0; i < 3; i++) {
@@ -53,6 +57,7 @@ describe("the repository cache", () => {
         git(["commit", "--quiet", "-m", `${name} ${i}`], repo);
       }
       heads[name] = git(["rev-parse", "HEAD"], repo);
+      git(["push", "--quiet", host.createRepo(`acme/${name}`), "main"], repo);
     }
     config = {
       dir: join(dir, "config"),
@@ -67,6 +72,7 @@ describe("the repository cache", () => {
   });
 
   afterAll(async () => {
+    host?.close();
     await rm(dir, { recursive: true, force: true });
   });
 
