@@ -349,9 +349,9 @@ export interface ConfigSnapshot {
   /**
    * `repos.<owner>/<name>`: the repositories runs check out. `cloneUrl` is resolved at load: the
    * configured `clone_url`, else `<origin of codehost.api_url>/<owner>/<name>.git` (github.com for
-   * api.github.com); `configured` says which
+   * api.github.com); `configured` says which. `auth: none`: fetched anonymously
    */
-  repos: Record<string, { cloneUrl: string; configured: boolean }>;
+  repos: Record<string, { cloneUrl: string; configured: boolean; auth?: "none" }>;
   /** the code host outputs are posted to; absent when daemon.yaml has no `codehost` */
   codehost?: CodehostConfig;
   channels: { chat: { apiUrl?: string; bots: Record<string, { token: SecretSource }> } };

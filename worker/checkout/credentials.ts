@@ -71,7 +71,7 @@ export async function checkoutAuth(
   // only a URL under the code host's own base (github.com for api.github.com; GitHub Enterprise's
   // origin) is given the identity: another host never receives it
   const base = codehost ? codehostWebBase(codehost.apiUrl) : undefined;
-  if (!base || !cloneUrl.startsWith(`${base}/`)) return anonymous;
+  if (!base || !cloneUrl.startsWith(`${base}/`) || deps.config.repos[repo]?.auth === "none") return anonymous;
   const identity = codehostIdentity(deps.config as ConfigSnapshot, pipeline);
   if (!identity) return anonymous;
   if (identity.credential.token) {

@@ -8,7 +8,7 @@ const REPO_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** `repos` as daemon.yaml writes it: each repository's `clone_url`, when one is given. */
-export type ConfiguredRepos = Record<string, { cloneUrl?: string }>;
+export type ConfiguredRepos = Record<string, { cloneUrl?: string; auth?: "none" }>;
 
 /**
  * `repos: { <owner>/<name>: { clone_url? } }`; an entry may be empty (`acme/widgets: {}` or
@@ -39,9 +39,23 @@ export function readRepos(f: ConfigFile, root: YamlMap): ConfiguredRepos {
             ` - write { clone_url: https://github.com/${name}.git }, or {} to clone it from the code host`,
           );
     if (!raw) continue;
-    checkKeys(f, raw, path, ["clone_url"]);
+    checkKeys(f, raw, path, ["clone_url", "auth"]);
+    // `auth: none`: fetched anonymously whatever the pipeline's identity (a public repository, or
+    // a mirror that takes no credential)
+    let auth: { auth?: "none" } = {};
+    if (raw.auth !== undefined && raw.auth !== null) {
+      if (raw.auth !== "none") {
+        f.report(
+          [...path, "auth"],
+          "invalid_value",
+          `"${formatPath([...path, "auth"])}" must be "none" (fetch anonymously), or left out to fetch as the pipeline's code-host identity, not ${quote(String(raw.auth))}`,
+        );
+        continue;
+      }
+      auth = { auth: "none" };
+    }
     if (raw.clone_url === undefined || raw.clone_url === null) {
-      repos[name] = {};
+      repos[name] = { ...auth };
       continue;
     }
     const cloneUrl = str(f, raw, "clone_url", path);
@@ -55,7 +69,7 @@ export function readRepos(f: ConfigFile, root: YamlMap): ConfiguredRepos {
       );
       continue;
     }
-    repos[name] = { cloneUrl };
+    repos[name] = { cloneUrl, ...auth };
   }
   return repos;
 }
@@ -123,10 +137,13 @@ export function defaultCloneUrl(apiUrl: string, repo: string): string {
 /** Each configured repository with the URL it is cloned from: its `clone_url`, else the code host's. */
 export function resolveRepos(repos: ConfiguredRepos, apiUrl: string): DaemonSettings["repos"] {
   const out: DaemonSettings["repos"] = {};
-  for (const [name, { cloneUrl }] of Object.entries(repos)) {
-    out[name] = cloneUrl
-      ? { cloneUrl, configured: true }
-      : { cloneUrl: defaultCloneUrl(apiUrl, name), configured: false };
+  for (const [name, { cloneUrl, auth }] of Object.entries(repos)) {
+    out[name] = {
+      ...(cloneUrl
+        ? { cloneUrl, configured: true }
+        : { cloneUrl: defaultCloneUrl(apiUrl, name), configured: false }),
+      ...(auth ? { auth } : {}),
+    };
   }
   return out;
 }

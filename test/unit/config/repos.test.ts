@@ -243,3 +243,25 @@ describe("workspaces.repo_cache in daemon.yaml", () => {
     ]);
   });
 });
+
+describe("repos.<owner>/<name>.auth", () => {
+  it("none: fetched anonymously; absent: as the pipeline's identity; anything else is refused", async () => {
+    const result = await load("repos:\n  acme/widgets: { auth: none }\n  acme/gadgets: {}\n");
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config.repos["acme/widgets"]).toEqual({
+      cloneUrl: "https://github.com/acme/widgets.git",
+      configured: false,
+      auth: "none",
+    });
+    expect(result.config.repos["acme/gadgets"]?.auth).toBeUndefined();
+    const refused = await load("repos:\n  acme/widgets: { auth: anonymous }\n");
+    expect(problems(refused)).toEqual([
+      [
+        "repos.acme/widgets.auth",
+        "error",
+        'daemon.yaml: "repos.acme/widgets.auth" must be "none" (fetch anonymously), or left out to fetch as the pipeline\'s code-host identity, not "anonymous"',
+      ],
+    ]);
+  });
+});
