@@ -185,7 +185,7 @@ describe("repos: in daemon.yaml", () => {
       [
         "repos.acme/widgets.cloneUrl",
         "warning",
-        'daemon.yaml: unknown key "repos.acme/widgets.cloneUrl" is ignored - check its spelling; known keys here: clone_url',
+        'daemon.yaml: unknown key "repos.acme/widgets.cloneUrl" is ignored - check its spelling; known keys here: clone_url, auth',
       ],
     ]);
   });
