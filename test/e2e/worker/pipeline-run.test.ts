@@ -80,6 +80,8 @@ describe("svc ingress + svc worker as real processes", () => {
     });
     expect(JSON.parse(env.PAYLOAD_JSON!)).toEqual(payload);
     expect(env.PREVIOUS_SHA).toBe("");
+    // empty: the event is no pull request (docs/worker.md, "Checkouts")
+    expect([env.BASE_SHA, env.BASE_REF]).toEqual(["", ""]);
     expect(Object.keys(env).filter((name) => name.startsWith("SVC_"))).toEqual([]);
     // nothing of the worker's environment beyond PATH and HOME: no token, no secret, no database URL
     const allowed = new Set([
@@ -94,6 +96,8 @@ describe("svc ingress + svc worker as real processes", () => {
       "PAYLOAD_JSON",
       // empty: the pipeline has no concurrency group (docs/worker.md, "Incremental reviews")
       "PREVIOUS_SHA",
+      "BASE_SHA",
+      "BASE_REF",
       "DEPLOY_ENV",
       "PATH",
       "HOME",
