@@ -50,6 +50,8 @@ export interface GitOptions {
   /** added to gitEnv() for this command only: credentials, GIT_DIR */
   env?: Record<string, string>;
   signal?: AbortSignal;
+  /** written to git's stdin, which is closed after it */
+  input?: string;
 }
 
 /**
@@ -61,13 +63,14 @@ export function git(args: string[], options: GitOptions = {}): Promise<string> {
     const child = spawn("git", args, {
       cwd: options.cwd,
       env: gitEnv(options.env),
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: [options.input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       ...(options.signal ? { signal: options.signal } : {}),
     });
+    if (options.input !== undefined) child.stdin?.end(options.input);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+    child.stdout?.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => err.push(chunk));
     child.on("error", (error) => reject(error));
     child.on("close", (code) => {
       const stderr = Buffer.concat(err).toString("utf8");
@@ -79,13 +82,21 @@ export function git(args: string[], options: GitOptions = {}): Promise<string> {
 
 /** Whether the repository at `gitDir` holds `object` (a commit id), without asking any remote. */
 export async function hasCommit(gitDir: string, object: string): Promise<boolean> {
-  try {
-    await git(["--git-dir", gitDir, "cat-file", "-e", `${object}^{commit}`]);
-    return true;
-  } catch (error) {
-    if (error instanceof GitError) return false; // exit 1 or 128: not there
-    throw error;
+  return (await commitsHeld(gitDir, [object])).has(object);
+}
+
+/** Which of `objects` (commit ids) the repository at `gitDir` holds: one git process for all of them. */
+export async function commitsHeld(gitDir: string, objects: string[]): Promise<Set<string>> {
+  if (objects.length === 0) return new Set();
+  const answer = await git(["--git-dir", gitDir, "cat-file", "--batch-check=%(objectname) %(objecttype)"], {
+    input: `${objects.join("\n")}\n`,
+  });
+  const held = new Set<string>();
+  for (const line of answer.split("\n")) {
+    const [name, type] = line.split(" ");
+    if (type === "commit" && name) held.add(name);
   }
+  return held;
 }
 
 /** A full hex commit id: what the event's sender wrote is only handed to git when it is one. */

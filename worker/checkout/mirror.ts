@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, statSync } from "node:f
 import { rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { GitAuth } from "./credentials.ts";
-import { GitError, git, hasCommit } from "./git.ts";
+import { commitsHeld, GitError, git, hasCommit } from "./git.ts";
 import { lockFile } from "./lock.ts";
 
 /**
@@ -114,6 +114,7 @@ export class Mirror {
       const key = `${request.auth.url}\n${request.auth.secret ?? ""}`;
       groups.set(key, [...(groups.get(key) ?? []), request]);
     }
+    let fetched = 0;
     for (const requests of groups.values()) {
       const packsBefore = packSizes(this.path);
       let error: unknown;
@@ -133,13 +134,15 @@ export class Mirror {
       }
       // what the round's fetches added, the fallbacks' included
       const bytes = newBytes(packsBefore, packSizes(this.path));
+      fetched += bytes;
       requests.forEach((request, index) => {
         const commits = results[index];
         // the bytes are the round's: the runs that shared the fetch share its figure
         if (commits) request.resolve({ commits, bytes, cold });
       });
     }
-    await this.#maintain();
+    // nothing new, nothing to pack: a warm run that fetched nothing costs no maintenance
+    if (fetched > 0) await this.#maintain();
   }
 
   async #create(): Promise<void> {
@@ -159,11 +162,15 @@ export class Mirror {
   async #fetch(requests: Request[]): Promise<void> {
     const auth = requests[0]!.auth;
     const refspecs: string[] = [];
-    for (const request of requests)
-      for (const want of request.wants) {
-        if (want.sha && (await hasCommit(this.path, want.sha))) continue;
-        refspecs.push(want.sha ? `+${want.sha}:${want.keepRef}` : `+${want.remoteRef}:${want.keepRef}`);
-      }
+    const wants = requests.flatMap((request) => request.wants);
+    const held = await commitsHeld(
+      this.path,
+      wants.flatMap((want) => (want.sha ? [want.sha] : [])),
+    );
+    for (const want of wants) {
+      if (want.sha && held.has(want.sha)) continue;
+      refspecs.push(want.sha ? `+${want.sha}:${want.keepRef}` : `+${want.remoteRef}:${want.keepRef}`);
+    }
     if (refspecs.length === 0) return;
     await this.#fetchRefspecs(auth, [...new Set(refspecs)]);
   }
@@ -197,10 +204,16 @@ export class Mirror {
   async #resolveWants(request: Request, roundError: unknown): Promise<string[]> {
     if (roundError instanceof RefusedError) throw roundError;
     const commits: string[] = [];
+    const held = await commitsHeld(
+      this.path,
+      request.wants.flatMap((want) => (want.sha ? [want.sha] : [])),
+    );
+    // the mirror's refs that keep what the run fetched, moved in one transaction where they must move
+    const keep: string[] = [];
     for (const want of request.wants) {
       if (want.sha) {
         let commit = want.sha;
-        if (!(await hasCommit(this.path, want.sha))) {
+        if (!held.has(want.sha)) {
           try {
             await this.#fetchAlone(want, request.auth);
           } catch (error) {
@@ -208,7 +221,7 @@ export class Mirror {
             commit = await this.#baseNow();
           }
         }
-        if (commit) await git(["--git-dir", this.path, "update-ref", want.keepRef, commit]);
+        if (commit) keep.push(`update ${want.keepRef} ${commit}`);
         commits.push(commit);
       } else {
         // a branch or the default branch: the ref as the host has it now
@@ -218,6 +231,8 @@ export class Mirror {
         );
       }
     }
+    if (keep.length > 0)
+      await git(["--git-dir", this.path, "update-ref", "--stdin"], { input: `${keep.join("\n")}\n` });
     return commits;
   }
 
