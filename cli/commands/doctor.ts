@@ -18,7 +18,9 @@ export default class Doctor extends Command {
     "running daemon: the configuration directory exists, the instance key exists when daemon.yaml uses " +
     "secret_ref, the database named by SVC_DATABASE_URL answers and is PostgreSQL 15 or later, and each agent CLI " +
     "of a claude-code or codex target runs, with its version compared to the pin in deploy/images/agent/versions.json " +
-    "(another version is a warning). Exits 1 " +
+    "(another version is a warning). Each repository of `repos:` is read with `git ls-remote` as a run's checkout " +
+    "fetches it (the default code-host identity, else anonymously; a refusal is an error), and this host's " +
+    "repository cache (workspaces/.repos) is measured against workspaces.repo_cache.max_size. Exits 1 " +
     "when any check fails. `--json` prints one JSON document, also on failure.";
   static override examples = [
     "<%= config.bin %> doctor",

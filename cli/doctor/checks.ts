@@ -10,6 +10,8 @@ import { agentClisCheck } from "./agent-clis.ts";
 import { codehostAppCheck } from "./codehost-app.ts";
 import { daemonProbeCheck } from "./daemon-probes.ts";
 import { knowledgeCheck } from "./knowledge.ts";
+import { repoCacheCheck } from "./repo-cache.ts";
+import { repositoriesCheck } from "./repositories.ts";
 import type { CheckOutcome, CheckStatus, DoctorCheck, DoctorContext } from "./types.ts";
 
 export function doctorContext(dir: string, env: NodeJS.ProcessEnv): DoctorContext {
@@ -141,6 +143,8 @@ export const DOCTOR_CHECKS: DoctorCheck[] = [
   instanceKeyCheck,
   databaseCheck,
   codehostAppCheck,
+  repositoriesCheck,
+  repoCacheCheck,
   knowledgeCheck,
   agentClisCheck,
   daemonProbeCheck,

@@ -53,8 +53,8 @@ export const codehostAppCheck: DoctorCheck = {
   },
 };
 
-/** The PEM key: inline as configured, or the stored secret (the database and the instance key). */
-async function keyOf(ctx: DoctorContext, source: SecretSource): Promise<string> {
+/** A secret of daemon.yaml (an App's PEM key, a token): inline as configured, or the stored secret (the database and the instance key). */
+export async function keyOf(ctx: DoctorContext, source: SecretSource): Promise<string> {
   if (source.kind === "inline") return source.value;
   const url = ctx.env.SVC_DATABASE_URL?.trim();
   if (!url)

@@ -67,6 +67,10 @@ export const DOCTOR_CODES = {
   agent_cli_version: "an agent CLI's version differs from the pin in deploy/images/agent/versions.json",
   codehost_app_refused:
     "a GitHub App of daemon.yaml cannot sign in: its key does not parse, or GitHub refuses it",
+  repo_unreadable:
+    "a configured repository refuses the identity runs fetch it as (the default code-host identity, or anonymous)",
+  repo_unreachable: "a configured repository's host does not answer git (network, DNS, timeout)",
+  repo_cache_full: "the worker host's repository cache holds more than `workspaces.repo_cache.max_size`",
 } as const;
 
 export type DoctorCode = keyof typeof DOCTOR_CODES;
