@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AppAuthError, type AppTokens, appTokens, isNotInstalled } from "../../shared/codehost/app-tokens.ts";
-import { gitAuthEnv } from "../../shared/codehost/git-auth.ts";
+import { gitAuthEnv, urlCredential } from "../../shared/codehost/git-auth.ts";
 import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem, ConfigSnapshot } from "../../shared/config/types.ts";
@@ -194,17 +194,12 @@ async function readerOf(
       fix: `make "repos.${repo}.clone_url" name a git repository svc's user can read`,
     };
   }
-  if (parsed.username || parsed.password) {
-    const user = decodeURIComponent(parsed.username);
-    const password = decodeURIComponent(parsed.password);
-    parsed.username = "";
-    parsed.password = "";
+  const pasted = urlCredential(parsed);
+  if (pasted) {
     return {
-      url: parsed.toString(),
-      env: gitAuthEnv(parsed.origin, user || "x-access-token", password),
+      ...pasted,
       identity: `the credential in repos.${repo}.clone_url`,
       fix: `fix the credential in "repos.${repo}.clone_url"`,
-      ...(password || user ? { secret: password || user } : {}),
     };
   }
   const codehost = config.codehost;

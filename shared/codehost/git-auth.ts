@@ -11,3 +11,24 @@ export function gitAuthEnv(base: string, user: string, password: string): Record
     GIT_CONFIG_VALUE_0: `Authorization: Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`,
   };
 }
+
+/**
+ * A clone URL with a `user:password` part, as an operator may paste one into `clone_url`: the URL
+ * without it, and the header environment that sends it instead (git would write a URL's
+ * credential into configs and messages). Undefined when the URL carries none.
+ */
+export function urlCredential(
+  url: URL,
+): { url: string; env: Record<string, string>; secret: string } | undefined {
+  if (!url.username && !url.password) return undefined;
+  const user = decodeURIComponent(url.username);
+  const password = decodeURIComponent(url.password);
+  const clean = new URL(url);
+  clean.username = "";
+  clean.password = "";
+  return {
+    url: clean.toString(),
+    env: gitAuthEnv(url.origin, user || "x-access-token", password),
+    secret: password || user,
+  };
+}

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { isNotInstalled } from "../../shared/codehost/app-tokens.ts";
-import { gitAuthEnv } from "../../shared/codehost/git-auth.ts";
+import { gitAuthEnv, urlCredential } from "../../shared/codehost/git-auth.ts";
 import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { PublishError } from "../outputs/attempt.ts";
@@ -48,17 +48,12 @@ export async function checkoutAuth(
   if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
     return { url: cloneUrl, env: {}, identity: "anonymous", needs: "read access to the repository" };
   }
-  if (parsed.username || parsed.password) {
-    const user = decodeURIComponent(parsed.username);
-    const password = decodeURIComponent(parsed.password);
-    parsed.username = "";
-    parsed.password = "";
+  const pasted = urlCredential(parsed);
+  if (pasted) {
     return {
-      url: parsed.toString(),
-      env: gitAuthEnv(parsed.origin, user || "x-access-token", password),
+      ...pasted,
       identity: `the credential in repos.${repo}.clone_url`,
       needs: "read access to the repository",
-      secret: password || user,
     };
   }
   const codehost = deps.config.codehost;
