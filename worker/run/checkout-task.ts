@@ -29,9 +29,20 @@ export async function checkOutRun(
     seq: 0,
   } as const;
   await startTask(deps.records, row);
-  const checkout = await checkOutEvent(deps, input.paths, event.context, input.pipeline, {
-    ...(previous ? { previous } : {}),
-  });
+  let checkout: EventCheckout;
+  try {
+    checkout = await checkOutEvent(deps, input.paths, event.context, input.pipeline, {
+      ...(previous ? { previous } : {}),
+    });
+  } catch (error) {
+    // not a checkout's failure (a database or file system error): the task does not stay running
+    const end = {
+      status: "failed",
+      diagnostic: { code: "setup_failed", message: (error as Error).message },
+    } as const;
+    await finishTask(deps.records, taskId, end).catch(() => {}); // the run's own error is what is reported
+    throw error;
+  }
   const text = checkout.failure ? `${checkout.failure.message}\n` : describe(repo, checkout.result!);
   const artifact = {
     id: newId("artifact"),
