@@ -65,7 +65,7 @@ const checkoutSeconds = new Histogram({
 });
 const checkoutBytes = new Counter({
   name: "svc_checkout_bytes_total",
-  help: "bytes the code host sent for checkouts (packs added to the host's repository mirrors)",
+  help: "bytes checkouts' fetches added to the host's repository mirrors (packs as stored: what the code host sent, a thin pack completed with its bases)",
   registers: [registry],
 });
 const repoCacheBytes = new Gauge({

@@ -20,7 +20,11 @@ export interface CheckoutResult {
   mergeBase?: string;
   /** the concurrency group's last reviewed head, when it is an ancestor of this head */
   previous?: string;
-  /** bytes the code host sent for this run's fetch (shared with the runs it was fetched for) */
+  /**
+   * bytes the run's fetch added to the mirror, as packs on disk (shared with the runs it was fetched
+   * for): what the host sent, completed with the base objects a thin pack leaves out, so a small
+   * fetch reads a few KB more than crossed the network
+   */
   bytes: number;
   /** the mirror was made for this run */
   cold: boolean;

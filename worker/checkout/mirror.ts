@@ -27,7 +27,7 @@ export interface Want {
 export interface Fetched {
   /** the commit each want resolved to, in order */
   commits: string[];
-  /** bytes the host sent (the packs it added to the mirror); 0 when the mirror held everything */
+  /** bytes the round's fetches added to the mirror as packs (a thin pack completed with its bases); 0 when it held everything */
   bytes: number;
   /** the mirror was made by this fetch */
   cold: boolean;

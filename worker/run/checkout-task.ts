@@ -65,9 +65,9 @@ function describe(repo: string, result: CheckoutResult): string {
   const lines = [
     `${repo} at ${result.head}`,
     result.cold
-      ? `cold: the host's mirror of the repository was made for this run; fetched ${result.bytes} bytes`
+      ? `cold: the host's mirror of the repository was made for this run; its fetch added ${result.bytes} bytes to it`
       : result.bytes > 0
-        ? `warm: from the host's mirror; fetched ${result.bytes} bytes new to it`
+        ? `warm: from the host's mirror; its fetch added ${result.bytes} bytes to it`
         : "warm: from the host's mirror; nothing fetched (it held every commit)",
     ...(result.base ? [`base ${result.base.ref} at ${result.base.sha}`] : []),
     ...(result.mergeBase ? [`merge base ${result.mergeBase}`] : []),
