@@ -594,7 +594,7 @@ instructions: Nothing.
     const mirror = mirrorPath(cacheRoot(config), REPO, `${github.url}/${REPO}.git`);
     const worktree = diskUsage(last.checkoutDir);
     console.log(
-      `disk: the cache (workspaces/.repos) ${mb(diskUsage(cacheRoot(config)))} for ${REPO} and ${WARM_UP_REPO}, ${REPO}'s mirror ${mb(diskUsage(mirror))}; a warm run's worktree ${mb(worktree)}, of which .git ${mb(diskUsage(join(last.checkoutDir, ".git")))}`,
+      `disk: the cache (workspaces/.repos) ${mb(diskUsage(cacheRoot(config)))} for ${REPO} and ${WARM_UP_REPO}, ${REPO}'s mirror ${mb(diskUsage(mirror))}; a warm run's worktree ${mb(worktree)}, of which .git ${mb(diskUsage(join(last.checkoutDir, ".git")))} (a run on the worker's host hardlinks the mirror's packs: counted here, not written again)`,
     );
     // not svc's figure: the disk's state, which moves every tree write here (svc's, the shallow clone's, the floor's)
     console.log(

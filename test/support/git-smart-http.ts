@@ -181,9 +181,10 @@ export function gitHost(options: GitHostOptions = {}): GitHost {
     let head = Buffer.alloc(0);
     let headersSent = false;
     let writing = Promise.resolve();
+    const clock = { start: performance.now(), sent: 0 };
     const send = (chunk: Buffer) => {
       record.bytesOut += chunk.length;
-      writing = writing.then(() => paced(res, chunk, options.bytesPerSecond));
+      writing = writing.then(() => paced(res, chunk, options.bytesPerSecond, clock));
     };
     child.stdout.on("data", (chunk: Buffer) => {
       if (headersSent) return send(chunk);
@@ -243,8 +244,17 @@ export function gitHost(options: GitHostOptions = {}): GitHost {
   };
 }
 
-/** Writes `chunk`, at most `bytesPerSecond` on average: 16 KiB slices, each followed by its share of a second. */
-async function paced(res: ServerResponse, chunk: Buffer, bytesPerSecond: number | undefined): Promise<void> {
+/**
+ * Writes `chunk`, at most `bytesPerSecond` on average over the response: each 16 KiB slice waits
+ * until the response's start plus what was sent so far at that rate (a timer per slice alone would
+ * cap the rate at a slice a millisecond, whatever the setting).
+ */
+async function paced(
+  res: ServerResponse,
+  chunk: Buffer,
+  bytesPerSecond: number | undefined,
+  clock: { start: number; sent: number },
+): Promise<void> {
   if (!bytesPerSecond) {
     if (!res.write(chunk)) await new Promise((resolve) => res.once("drain", resolve));
     return;
@@ -252,7 +262,10 @@ async function paced(res: ServerResponse, chunk: Buffer, bytesPerSecond: number 
   for (let offset = 0; offset < chunk.length; offset += 16_384) {
     const slice = chunk.subarray(offset, offset + 16_384);
     if (!res.write(slice)) await new Promise((resolve) => res.once("drain", resolve));
-    await new Promise((resolve) => setTimeout(resolve, (slice.length / bytesPerSecond) * 1000));
+    clock.sent += slice.length;
+    const due = clock.start + (clock.sent / bytesPerSecond) * 1000;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }
 

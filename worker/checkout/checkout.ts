@@ -166,7 +166,15 @@ async function fromMirror(
     const temporary = `${request.dest}.partial-${process.pid}-${Date.now()}`;
     mkdirSync(temporary, { mode: 0o700 });
     try {
-      await writeWorktree(mirror.path, temporary, plan, request.pipeline.checkout, auth);
+      // a sandboxed run's folders go to its container's user: a copy; a run on the host: links
+      await writeWorktree(
+        mirror.path,
+        temporary,
+        plan,
+        request.pipeline.checkout,
+        auth,
+        !request.pipeline.sandbox,
+      );
       await rm(request.dest, { recursive: true, force: true });
       await rename(temporary, request.dest);
     } catch (error) {

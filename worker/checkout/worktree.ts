@@ -76,9 +76,12 @@ export async function planWorktree(
 
 /**
  * Writes a run's worktree into `dest` (an empty folder) from the mirror: a repository of its own,
- * whose objects are copied from the mirror by a local fetch (never hardlinked, never borrowed through
- * `alternates`), so nothing the run does to it reaches the mirror, and no `git gc` of the run can
- * prune what the mirror holds. HEAD is detached at the head; the base is
+ * never borrowing the mirror's objects through `alternates` (a run's `git gc` could prune them, its
+ * writes reach them). `linked`, for a run on the worker's host: the mirror's pack files are
+ * hardlinked (`git clone --local`), which costs no copy whatever the history; git never writes a
+ * pack in place, and the run's own gc only unlinks its links. Otherwise (a sandboxed run, whose
+ * folders are handed to its container's user: no inode of the cache may be among them) the objects
+ * the plan needs are copied by a local fetch. HEAD is detached at the head; the base is
  * `refs/remotes/origin/<base ref>`. The worktree's config names origin's URL and holds no credential.
  */
 export async function writeWorktree(
@@ -87,47 +90,67 @@ export async function writeWorktree(
   plan: Plan,
   settings: CheckoutSettings,
   auth: GitAuth,
+  linked: boolean,
 ): Promise<void> {
   const inDest = (args: string[], env: Record<string, string> = {}) => git(["-C", dest, ...args], { env });
+  const refs = [`update refs/svc/head ${plan.head}`];
+  if (plan.base) refs.push(`update refs/remotes/origin/${plan.base.ref} ${plan.base.sha}`);
+  if (plan.previous && plan.previous !== plan.head) refs.push(`update refs/svc/previous ${plan.previous}`);
   // no template: no sample hooks, nothing but what git needs
-  await git(["init", "--quiet", "--template=", dest]);
+  if (linked)
+    await git([
+      "clone",
+      "--quiet",
+      "--local",
+      "--no-checkout",
+      "--no-tags",
+      "--template=",
+      "--",
+      mirror,
+      dest,
+    ]);
+  else await git(["init", "--quiet", "--template=", dest]);
   // origin is the clean URL (no user:password): relative submodule URLs and git-lfs resolve against it
   await inDest(["config", "remote.origin.url", auth.url]);
-  const refspecs = [`+${plan.head}:refs/svc/head`];
-  if (plan.base) refspecs.push(`+${plan.base.sha}:refs/remotes/origin/${plan.base.ref}`);
-  if (plan.previous && plan.previous !== plan.head) refspecs.push(`+${plan.previous}:refs/svc/previous`);
-  const fetch = inDest([
-    "-c",
-    "protocol.version=2",
-    "fetch",
-    "--quiet",
-    "--no-tags",
-    "--no-write-fetch-head",
-    "--no-auto-gc",
-    // the mirror's side, which a local fetch does not give the fetch's -c: any commit it holds may be
-    // asked for (what the plan names is what it computed), and no delta search (the pack is local
-    // and short-lived: searching cost most of its time, and saved nothing the disk notices)
-    "--upload-pack=git -c uploadpack.allowAnySHA1InWant=true -c pack.window=0 upload-pack",
-    ...(plan.depth !== undefined ? [`--depth=${plan.depth}`] : []),
-    "--",
-    `file://${mirror}`,
-    ...refspecs,
-  ]);
+  // the tree is written from the mirror beside the object copy (a copy's two halves take about as
+  // long each, and run on two cores); read-tree reads the mirror and writes only the worktree and
+  // its index. A linked worktree holds every object already and writes its tree itself
+  const writeTree = () =>
+    linked
+      ? inDest(["read-tree", "-u", "--reset", plan.head])
+      : git(["--git-dir", mirror, "--work-tree", dest, "read-tree", "-u", "--reset", plan.head], {
+          env: { GIT_INDEX_FILE: join(dest, ".git", "index") },
+        });
+  const objects = linked
+    ? git(["-C", dest, "update-ref", "--stdin"], { input: `${refs.join("\n")}\n` })
+    : inDest([
+        ...[
+          "-c",
+          "protocol.version=2",
+          "fetch",
+          "--quiet",
+          "--no-tags",
+          "--no-write-fetch-head",
+          "--no-auto-gc",
+        ],
+        // the mirror's side, which a local fetch does not give the fetch's -c: any commit it holds may
+        // be asked for (what the plan names is what it computed), and no delta search (the pack is
+        // local and short-lived: the search cost most of its time and saved nothing the disk notices)
+        "--upload-pack=git -c uploadpack.allowAnySHA1InWant=true -c pack.window=0 upload-pack",
+        ...(plan.depth !== undefined ? [`--depth=${plan.depth}`] : []),
+        ...["--", `file://${mirror}`, ...refs.map((line) => `+${line.split(" ")[2]}:${line.split(" ")[1]}`)],
+      ]);
   if (settings.paths.length > 0) {
-    await fetch;
+    await objects;
     await inDest(["sparse-checkout", "set", "--cone", "--", ...settings.paths]);
+    await inDest(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", plan.head]);
   } else {
-    // the tree is written from the mirror while the objects are copied: the two halves of a warm
-    // run's checkout take about as long each, and run on two cores. read-tree reads the mirror and
-    // writes only the worktree and its index (GIT_INDEX_FILE)
-    const write = git(["--git-dir", mirror, "--work-tree", dest, "read-tree", "-u", "--reset", plan.head], {
-      env: { GIT_INDEX_FILE: join(dest, ".git", "index") },
-    });
-    const [fetched, written] = await Promise.allSettled([fetch, write]);
-    if (fetched.status === "rejected") throw fetched.reason;
+    const [copied, written] = await Promise.allSettled([objects, writeTree()]);
+    if (copied.status === "rejected") throw copied.reason;
     if (written.status === "rejected") throw written.reason;
+    // the index and the files are the head's already: HEAD is detached at it, nothing to rewrite
+    await inDest(["update-ref", "--no-deref", "HEAD", plan.head]);
   }
-  await inDest(["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", plan.head]);
   if (settings.submodules !== false) {
     // submodules as the run's identity: the header reaches the code host's origin only; file:// and
     // ext:: URLs of a hostile .gitmodules are refused

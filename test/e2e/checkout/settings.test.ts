@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,11 +33,13 @@ describe("checkout: settings of a pipeline", () => {
   let runs = 0;
   const git = (args: string[], cwd?: string) => testGit(dir)(args, cwd);
 
-  const checkOut = (repo: string, sha: string, settings: Partial<CheckoutSettings>) => {
+  const checkOut = (repo: string, sha: string, settings: Partial<CheckoutSettings>, sandboxed = false) => {
     const dest = join(dir, "runs", String(++runs), "checkout");
     mkdirSync(join(dest, ".."), { recursive: true });
     const pipeline = {
       checkout: { submodules: false, lfs: false, paths: [], ...settings },
+      // a sandboxed run's worktree copies its objects (by depth); a run on the host links the mirror's packs
+      ...(sandboxed ? { sandbox: { image: "agent:default" } } : {}),
     } as unknown as Pipeline;
     const context: EventContext = { repo, sha, branch: "main", outsider: false };
     return checkOutRepository(
@@ -104,14 +106,31 @@ describe("checkout: settings of a pipeline", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("depth: the head alone by default, at least n commits, or the whole history", async () => {
-    const one = await checkOut("acme/mono", head, {});
+  it("depth, of a sandboxed run's copied worktree: the head alone by default, at least n commits, or the whole history", async () => {
+    const one = await checkOut("acme/mono", head, {}, true);
     expect(git(["rev-list", "--count", "HEAD"], one.dest)).toBe("1");
-    const three = await checkOut("acme/mono", head, { depth: 3 });
+    const three = await checkOut("acme/mono", head, { depth: 3 }, true);
     expect(git(["rev-list", "--count", "HEAD"], three.dest)).toBe("3");
-    const full = await checkOut("acme/mono", head, { depth: "full" });
+    const full = await checkOut("acme/mono", head, { depth: "full" }, true);
     expect(git(["rev-list", "--count", "HEAD"], full.dest)).toBe("6");
     expect(existsSync(join(full.dest, ".git", "shallow"))).toBe(false);
+  });
+
+  it("a run on the worker's host links the mirror's packs: the whole history at no copy, and nothing borrowed by alternates", async () => {
+    const { dest } = await checkOut("acme/mono", head, {});
+    expect(git(["rev-list", "--count", "HEAD"], dest)).toBe("6");
+    expect(existsSync(join(dest, ".git", "shallow"))).toBe(false);
+    expect(existsSync(join(dest, ".git", "objects", "info", "alternates"))).toBe(false);
+    const packs = join(dest, ".git", "objects", "pack");
+    const pack = readdirSync(packs).find((name) => name.endsWith(".pack"))!;
+    // the mirror's file, not a copy: two names, one inode
+    expect(statSync(join(packs, pack)).nlink).toBeGreaterThan(1);
+    expect(git(["status", "--porcelain"], dest)).toBe("");
+    expect(git(["rev-parse", "HEAD"], dest)).toBe(head);
+    // the run's own gc rewrites its packs and unlinks its links; the mirror keeps its own
+    git(["gc", "--quiet", "--prune=now"], dest);
+    const again = await checkOut("acme/mono", head, {}, true);
+    expect(git(["fsck", "--no-progress"], again.dest)).toBe("");
   });
 
   it("paths: a sparse checkout holds the named directories and the root's files only, and is clean", async () => {
