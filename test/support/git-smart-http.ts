@@ -30,7 +30,7 @@ export interface GitHostOptions {
    * 404), or "unknown" (not a token of this host: 401)
    */
   authorize?(token: string, repo: string): boolean | "unknown";
-  /** response bytes per second; unlimited when absent */
+  /** response bytes per second; unlimited when absent (a test may change it between requests) */
   bytesPerSecond?: number;
 }
 
@@ -46,6 +46,8 @@ export interface GitHost {
   uploadPacks(repo?: string): GitRequest[];
   /** bytes sent to clients, of one repository or all */
   bytesServed(repo?: string): number;
+  /** the responses' pace from now on: bytes per second, or undefined for none */
+  pace(bytesPerSecond: number | undefined): void;
   /** answers `req` when it is a git request (true), else leaves it untouched (false) */
   handle(req: IncomingMessage, res: ServerResponse): boolean;
   close(): void;
@@ -54,7 +56,8 @@ export interface GitHost {
 const GIT_PATH =
   /^\/([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/;
 
-export function gitHost(options: GitHostOptions = {}): GitHost {
+export function gitHost(given: GitHostOptions = {}): GitHost {
+  const options = { ...given };
   const root = mkdtempSync(join(tmpdir(), "svc-git-host-"));
   const home = mkdtempSync(join(tmpdir(), "svc-git-host-home-"));
   const privateRepos = new Set<string>();
@@ -169,13 +172,20 @@ export function gitHost(options: GitHostOptions = {}): GitHost {
         ...(record.token ? { REMOTE_USER: "x-access-token" } : {}),
       },
       stdio: ["pipe", "pipe", "pipe"],
+      // its own process group: the upload-pack and pack-objects it starts die with it
+      detached: true,
     });
     req.on("data", (chunk: Buffer) => {
       record.bytesIn += chunk.length;
     });
     req.pipe(child.stdin);
     res.on("close", () => {
-      if (child.exitCode === null) child.kill("SIGKILL");
+      if (child.exitCode !== null || child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // the group is gone already: nothing left to end
+      }
     });
     child.stderr.resume();
     let head = Buffer.alloc(0);
@@ -230,6 +240,9 @@ export function gitHost(options: GitHostOptions = {}): GitHost {
       return path;
     },
     pathOf,
+    pace(bytesPerSecond) {
+      options.bytesPerSecond = bytesPerSecond;
+    },
     uploadPacks: (repo) =>
       requests.filter(
         (r) => r.method === "POST" && r.service === "git-upload-pack" && (!repo || r.repo === repo),

@@ -180,20 +180,36 @@ describe("checkouts of real pull requests (fork pull requests, private repositor
     const heads: Record<number, string> = {};
     for (const number of [20, 21, 22, 23]) {
       bed.git0(["checkout", "--quiet", "-B", `pr-${number}`, mergeBase]);
-      heads[number] = bed.commit({ [`src/pr-${number}.txt`]: `${number}\n` }, `pull request ${number}`);
+      // 300 KB that does not compress: each head's fetch takes a while on a slow link
+      const blob = randomFiles(`src/pr-${number}`, 1, 225_000);
+      heads[number] = bed.commit(
+        { [`src/pr-${number}.txt`]: `${number}\n`, ...blob },
+        `pull request ${number}`,
+      );
       bed.push(WIDGETS, heads[number]!, `refs/pull/${number}/head`);
     }
     bed.git0(["checkout", "--quiet", "main"]);
     const fetchesBefore = bed.git.uploadPacks(WIDGETS).length;
-    const triggers = await Promise.all(
-      [20, 21, 22, 23].map((number) => bed.deliver("opened", { number, head: heads[number]!, base: main })),
-    );
-    const ends = await Promise.all(triggers.map(finish));
+    // a 200 KB/s link: the first run's fetch lasts over a second, so the runs delivered with it
+    // arrive while it is under way however the machine schedules them
+    bed.git.pace(200_000);
+    let ends: Awaited<ReturnType<typeof finish>>[];
+    try {
+      const triggers = await Promise.all(
+        [20, 21, 22, 23].map((number) => bed.deliver("opened", { number, head: heads[number]!, base: main })),
+      );
+      ends = await Promise.all(triggers.map(finish));
+    } finally {
+      bed.git.pace(undefined);
+    }
     for (const [index, number] of [20, 21, 22, 23].entries()) {
       const { row, invocation } = ends[index]!;
       expect(row.status, JSON.stringify(invocation?.diagnostic)).toBe("completed");
       expect(out(invocation.id, "head").trim()).toBe(heads[number]);
-      expect(out(invocation.id, "diff").trim()).toBe(`src/pr-${number}.txt`);
+      expect(out(invocation.id, "diff").trim().split("\n").sort()).toEqual([
+        `src/pr-${number}.txt`,
+        `src/pr-${number}/file-0.txt`,
+      ]);
     }
     // the first run to arrive fetches at once; those arriving meanwhile share one fetch after it
     expect(bed.git.uploadPacks(WIDGETS).length - fetchesBefore).toBeLessThanOrEqual(2);
