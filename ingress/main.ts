@@ -4,6 +4,7 @@ import { startBoss } from "../db/boss.ts";
 import { createPool, redactUrl, resolveDatabase } from "../db/connect.ts";
 import { migrate } from "../db/migrate.ts";
 import { readSecrets } from "../db/secrets.ts";
+import { SIGNING_SECRET_REF_SUFFIX } from "../shared/config/daemon/webhooks.ts";
 import { configDirFrom, instanceKeyPath } from "../shared/config/dir.ts";
 import { formatProblems } from "../shared/config/format.ts";
 import { loadConfig } from "../shared/config/load.ts";
@@ -15,6 +16,7 @@ import { storedSecretRefs } from "../shared/secrets/refs.ts";
 import { createIngressApp } from "./app.ts";
 import { coalescedStdout } from "./log-stream.ts";
 import { handleSignals, type ListeningServer, listen } from "./server.ts";
+import { SourceConfigError } from "./webhooks/sources.ts";
 
 /** A reason not to start, printed as is (configuration problems come preformatted). */
 export class StartupError extends Error {}
@@ -92,7 +94,7 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
     });
     const resolveSecret = await storedSecrets(pool, key, refs);
     boss = await startBoss({ url: database.url, max: 2, supervise: false, schedule: false });
-    const app = createIngressApp({ config, pool, boss, logger, resolveSecret, knowledge });
+    const app = ingressApp({ config, pool, boss, logger, resolveSecret, knowledge });
     const server = await listen(app, config.server.host, config.server.port).catch((error: Error) => {
       throw new StartupError(`svc ingress: ${error.message}`);
     });
@@ -157,6 +159,16 @@ async function storedSecrets(
   };
 }
 
+function ingressApp(deps: Parameters<typeof createIngressApp>[0]): ReturnType<typeof createIngressApp> {
+  try {
+    return createIngressApp(deps);
+  } catch (error) {
+    if (error instanceof SourceConfigError)
+      throw new StartupError(`svc ingress: refusing to start\n${error.message}`);
+    throw error;
+  }
+}
+
 async function shutdown(server: ListeningServer, pool: pg.Pool, boss: PgBoss): Promise<void> {
   await server.drain();
   // nothing is left to hand over once the server has drained: a failed stop must not keep the pool open
@@ -210,9 +222,11 @@ async function readKeyForStartup(path: string, usedBy: string): Promise<Buffer> 
 }
 
 function howToStore(name: string): string {
-  return name.startsWith("webhook/")
-    ? `store it with \`svc setup webhook ${name.slice("webhook/".length)} --secret-env <ENV_NAME>\``
-    : "store it first";
+  if (!name.startsWith("webhook/")) return "store it first";
+  const rest = name.slice("webhook/".length);
+  const signing = rest.endsWith(SIGNING_SECRET_REF_SUFFIX);
+  const source = signing ? rest.slice(0, -SIGNING_SECRET_REF_SUFFIX.length) : rest;
+  return `store it with \`svc setup webhook ${source}${signing ? " --signing" : ""} --secret-env <ENV_NAME>\``;
 }
 
 /** The targets /ask and query rewriting use by default: their stored credentials are loaded at start. */

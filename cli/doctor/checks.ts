@@ -93,7 +93,9 @@ export const instanceKeyCheck: DoctorCheck = {
 function usesStoredSecrets(result: Extract<LoadResult, { ok: true }>): boolean {
   const { config } = result;
   const sources = [
-    ...Object.values(config.webhooks.sources).map((source) => source.secret),
+    ...Object.values(config.webhooks.sources).flatMap((source) =>
+      source.signingSecret ? [source.secret, source.signingSecret] : [source.secret],
+    ),
     ...Object.values(config.targets).flatMap((target) =>
       target.credentials.map((credential) => credential.secret),
     ),

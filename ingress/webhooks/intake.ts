@@ -17,6 +17,8 @@ import { UNKNOWN_SOURCE_DIGEST, verifyBearer } from "./bearer.ts";
 import { readRawBody } from "./body.ts";
 import { codehostEventName } from "./codehost/event.ts";
 import * as codehost from "./codehost/verify.ts";
+import { gitlabEventName } from "./gitlab/event.ts";
+import * as gitlab from "./gitlab/verify.ts";
 import { verifyHexHmac } from "./hmac.ts";
 import type { ReadySource, SourceTable } from "./sources.ts";
 import { trackerEventName } from "./tracker/event.ts";
@@ -28,14 +30,17 @@ export interface IntakeDependencies {
   boss: PgBoss;
   maxBodyBytes: number;
   logger: Logger;
-  /** milliseconds since the epoch; tests move it to check the tracker's timestamp window */
+  /** milliseconds since the epoch; tests move it to check the tracker's and GitLab's timestamp windows */
   now?: () => number;
 }
 
+// GitLab's deliveries are code-host events: the pipelines, gates, commands and concurrency groups
+// of `codehost` triggers serve them, and the payload's own shape tells the worker which host it was
 const KIND: Record<ReadySource["verify"], TriggerKind> = {
   bearer: "webhook",
   codehost: "codehost",
   tracker: "tracker",
+  gitlab: "codehost",
 };
 
 const MAX_DELIVERY_ID = 200;
@@ -62,7 +67,7 @@ export function createWebhookRouter(deps: IntakeDependencies): Router {
       return;
     }
     const body = raw.body;
-    if (!verify(req, body, source)) return sendUnauthorized(res);
+    if (!verify(req, body, source, now())) return sendUnauthorized(res);
     // from here on the caller is authentic, so answers may say precisely what is wrong
     const verified = source!;
     if (!isJsonContentType(req.headers["content-type"])) {
@@ -130,9 +135,28 @@ const DECOY_HMAC_KEY = randomBytes(32).toString("hex");
  * One path for every cause of rejection, so the answer and its timing do not depend on which it
  * was. Every request pays for one HMAC of its body and one bearer comparison, whatever its route,
  * so timing a large body does not tell a code-host route from a bearer route or from no route.
+ * (GitLab's token comparison is the bearer comparison's twin: a SHA-256 digest of the header.)
  */
-function verify(req: Request, body: Buffer, source: ReadySource | undefined): boolean {
+function verify(req: Request, body: Buffer, source: ReadySource | undefined, now: number): boolean {
   switch (source?.verify) {
+    case "gitlab": {
+      const token = gitlab.verifyGitlabToken(header(req, gitlab.TOKEN_HEADER), source.digest);
+      if (!source.signingKey) {
+        verifyHexHmac(undefined, body, DECOY_HMAC_KEY);
+        return token;
+      }
+      const signed = gitlab.verifyStandardSignature(
+        {
+          id: header(req, gitlab.SIGNATURE_ID_HEADER),
+          timestamp: header(req, gitlab.SIGNATURE_TIMESTAMP_HEADER),
+          signature: header(req, gitlab.SIGNATURE_HEADER),
+        },
+        body,
+        source.signingKey,
+        now,
+      );
+      return token && signed;
+    }
     case "codehost":
       verifyBearer(req.headers.authorization, UNKNOWN_SOURCE_DIGEST);
       return codehost.verifyCodehostSignature(header(req, codehost.SIGNATURE_HEADER), body, source.secret);
@@ -179,6 +203,16 @@ function describe(
     eventName = codehostEventName(event, payload);
     deliveryHeader = "X-GitHub-Delivery";
     deliveryId = header(req, codehost.DELIVERY_HEADER);
+  } else if (source.verify === "gitlab") {
+    const name = gitlabEventName(payload);
+    if (!name || !EVENT_HEADER_VALUE.test(name)) {
+      return {
+        problem:
+          'a GitLab delivery needs an "object_kind" field in its payload (letters, digits, "_", "." and "-"), as GitLab\'s webhook events carry',
+      };
+    }
+    eventName = name;
+    [deliveryHeader, deliveryId] = gitlabDeliveryId(req, source);
   } else if (source.verify === "tracker") {
     const name = trackerEventName(payload);
     if (!name) return { problem: 'a tracker delivery needs a "type" field in its payload' };
@@ -194,6 +228,19 @@ function describe(
     return { problem: `the ${deliveryHeader} header must be 1 to ${MAX_DELIVERY_ID} characters` };
   }
   return { trigger: { ...base, eventName, deliveryId: deliveryId ?? null } };
+}
+
+/**
+ * The id that makes a GitLab redelivery find the first trigger. A signed delivery's `webhook-id`
+ * (GitLab's Idempotency-Key) is covered by the signature, so a replay inside the timestamp window
+ * cannot dodge the deduplication by changing it. Unsigned, `Idempotency-Key` is the id GitLab keeps
+ * across retries; a GitLab too old to send it has only `X-Gitlab-Event-UUID`.
+ */
+function gitlabDeliveryId(req: Request, source: ReadySource): [header: string, id: string | undefined] {
+  if (source.signingKey) return ["webhook-id", header(req, gitlab.SIGNATURE_ID_HEADER)];
+  const key = header(req, gitlab.IDEMPOTENCY_HEADER);
+  if (key !== undefined) return ["Idempotency-Key", key];
+  return ["X-Gitlab-Event-UUID", header(req, gitlab.EVENT_UUID_HEADER)];
 }
 
 function header(req: Request, name: string): string | undefined {

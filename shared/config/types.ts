@@ -8,12 +8,17 @@ import type { SecretSource } from "./secret-source.ts";
  * (they need the database and the instance key), so they stay references here.
  */
 
-export type VerifyKind = "bearer" | "codehost" | "tracker";
+export type VerifyKind = "bearer" | "codehost" | "tracker" | "gitlab";
 
 export interface WebhookSource {
   name: string;
   verify: VerifyKind;
   secret: SecretSource;
+  /**
+   * `verify: gitlab` only: GitLab's signing token (`whsec_<base64 key>`). When set, a delivery must
+   * also carry a valid Standard Webhooks signature, besides the secret token in `X-Gitlab-Token`.
+   */
+  signingSecret?: SecretSource;
 }
 
 export interface TargetCredential {

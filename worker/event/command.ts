@@ -78,6 +78,9 @@ export function readCommand(eventName: string, payload: unknown, bot: string): C
     const merge = obj(body.merge_request);
     const project = obj(body.project)?.path_with_namespace;
     if (note?.noteable_type !== "MergeRequest" || !merge) return null;
+    // an edited note (GitLab 16.11+ sends `action: update`) is no new command, as GitHub's
+    // issue_comment.edited is not: fixing a typo must not run the pipeline again
+    if (note.action === "update") return null;
     const parsed = parseLine(note.note, bot);
     if (!parsed || typeof project !== "string" || typeof merge.iid !== "number") return null;
     const user = obj(body.user);

@@ -1,7 +1,8 @@
 /**
  * What a trigger's payload says about the code it concerns and the agent it addresses. The
- * shapes are the code host's (GitHub-style) and the tracker's (Linear-style) webhook bodies; a
- * bearer webhook or a manual fire may name `repo`, `sha` and `branch` at the top level or under `args`.
+ * shapes are the code hosts' (GitHub's and GitLab's) and the tracker's (Linear-style) webhook
+ * bodies; a bearer webhook or a manual fire may name `repo`, `sha` and `branch` at the top level or
+ * under `args`.
  */
 export interface EventContext {
   repo: string;
@@ -19,6 +20,12 @@ export interface EventContext {
   pull?: boolean;
   /** a pull request's base as its event states it: the branch it merges into, and that branch's commit */
   base?: { sha: string; ref: string };
+  /**
+   * The payload is GitLab's (it has an `object_kind` and a `project`): `repo` is the project's
+   * `path_with_namespace` and `number` a merge request's `iid`, so a checkout must fetch a merge
+   * request's head from `refs/merge-requests/<iid>/head`, not GitHub's `refs/pull/<number>/head`.
+   */
+  gitlab?: true;
 }
 
 type Json = Record<string, unknown>;
@@ -37,6 +44,23 @@ function named(value: unknown): string | undefined {
 
 export function eventContext(kind: string, payload: unknown): EventContext {
   const body = obj(payload) ?? {};
+  const context = isGitlab(body) ? gitlabContext(body) : githubContext(body);
+  if (kind === "manual" || kind === "replay") {
+    const agent = named(body.agent);
+    const skill = named(body.skill);
+    if (agent) context.agent = agent;
+    if (skill) context.skill = skill;
+  } else if (kind === "tracker") {
+    // an agent-session event addresses one agent; the replacement of the removed agents.<name>.watch
+    const session = obj(body.agentSession);
+    const agent = named(session?.agent) ?? named(body.agent);
+    if (agent) context.agent = agent;
+  }
+  return context;
+}
+
+/** GitHub's shapes, and the flat `repo`/`sha`/`branch` (or `args`) of bearer webhooks and fires. */
+function githubContext(body: Json): EventContext {
   const args = obj(body.args) ?? {};
   const repository = obj(body.repository);
   const pull = obj(body.pull_request);
@@ -66,17 +90,48 @@ export function eventContext(kind: string, payload: unknown): EventContext {
   const baseSha = str(base?.sha);
   const baseRef = str(base?.ref);
   if (baseSha && baseRef) context.base = { sha: baseSha, ref: baseRef };
-  if (kind === "manual" || kind === "replay") {
-    const agent = named(body.agent);
-    const skill = named(body.skill);
-    if (agent) context.agent = agent;
-    if (skill) context.skill = skill;
-  } else if (kind === "tracker") {
-    // an agent-session event addresses one agent; the replacement of the removed agents.<name>.watch
-    const session = obj(body.agentSession);
-    const agent = named(session?.agent) ?? named(body.agent);
-    if (agent) context.agent = agent;
+  return context;
+}
+
+function isGitlab(body: Json): boolean {
+  return str(body.object_kind) !== undefined && obj(body.project) !== undefined;
+}
+
+function nonZeroSha(value: unknown): string | undefined {
+  const sha = str(value);
+  return sha && !/^0+$/.test(sha) ? sha : undefined;
+}
+
+/**
+ * A GitLab delivery's context. A merge request states its head and branches in
+ * `object_attributes`, a comment on one in `merge_request`; a push (or tag push) its commit in
+ * `checkout_sha` (null when a branch is deleted) or `after`. The base is set only when the event
+ * states both its commit (`diff_refs.base_sha`) and its branch, as GitHub's is.
+ */
+function gitlabContext(body: Json): EventContext {
+  const repo = str(obj(body.project)?.path_with_namespace) ?? "";
+  const request =
+    body.object_kind === "merge_request"
+      ? obj(body.object_attributes)
+      : body.object_kind === "note"
+        ? obj(body.merge_request)
+        : undefined;
+  const context: EventContext = { repo, sha: "", branch: "", outsider: isOutsider(body), gitlab: true };
+  if (request) {
+    context.sha = str(obj(request.last_commit)?.id) ?? "";
+    context.branch = str(request.source_branch) ?? "";
+    context.pull = true;
+    const baseSha = str(obj(request.diff_refs)?.base_sha);
+    const baseRef = str(request.target_branch);
+    if (baseSha && baseRef) context.base = { sha: baseSha, ref: baseRef };
+  } else {
+    // a job event states its commit as a top-level `sha`
+    context.sha = nonZeroSha(body.checkout_sha) ?? nonZeroSha(body.after) ?? nonZeroSha(body.sha) ?? "";
+    const ref = str(body.ref);
+    if (ref?.startsWith("refs/heads/")) context.branch = ref.slice("refs/heads/".length);
   }
+  const number = eventNumber(body);
+  if (number !== undefined) context.number = number;
   return context;
 }
 

@@ -1,4 +1,6 @@
 import { Args, Command, Flags } from "@oclif/core";
+import { signingSecretRef } from "../../../shared/config/daemon/webhooks.ts";
+import { SIGNING_SECRET_SHAPE, signingKey } from "../../../shared/config/signing-secret.ts";
 import { configEnvOf, dirFlag } from "../../config-dir-flag.ts";
 import { storeSecret } from "../../store-secret.ts";
 
@@ -13,10 +15,12 @@ export default class SetupWebhook extends Command {
     "other users and shell history can see), encrypts it with AES-256-GCM under the instance key and stores it " +
     "as webhook/<name>. The instance key file must exist first (`svc setup instance-key`, or restore it). " +
     "Running processes do not see the new secret: set `secret_ref: webhook/<name>` on webhooks.sources.<name> " +
-    "in daemon.yaml, then restart the daemon.";
+    "in daemon.yaml, then restart the daemon. With --signing it stores a GitLab webhook's signing token " +
+    "(whsec_...) as webhook/<name>/signing-secret, for `signing_secret_ref` on a `verify: gitlab` source.";
   static override examples = [
     "GITHUB_WEBHOOK_SECRET=... <%= config.bin %> setup webhook github --secret-env GITHUB_WEBHOOK_SECRET",
     "SVC_DATABASE_URL=postgres://svc@db/svc <%= config.bin %> setup webhook deploy-hook --secret-env DEPLOY_TOKEN",
+    "GITLAB_SIGNING_TOKEN=whsec_... <%= config.bin %> setup webhook gitlab --signing --secret-env GITLAB_SIGNING_TOKEN",
   ];
   static override args = {
     name: Args.string({
@@ -29,6 +33,10 @@ export default class SetupWebhook extends Command {
       description: "name of the environment variable that holds the secret",
       helpValue: "<ENV_NAME>",
       required: true,
+    }),
+    signing: Flags.boolean({
+      description: "store a gitlab source's signing token (whsec_...) instead of its secret token",
+      default: false,
     }),
     dir: dirFlag,
   };
@@ -55,13 +63,17 @@ export default class SetupWebhook extends Command {
         `the environment variable ${envName} is not set or is empty; export it with the secret, then run again`,
       );
     }
-    const name = `webhook/${args.name}`;
+    if (flags.signing && !signingKey(value)) {
+      this.fail(`${envName} is not ${SIGNING_SECRET_SHAPE}; nothing was stored`);
+    }
+    const name = flags.signing ? signingSecretRef(args.name) : `webhook/${args.name}`;
+    const key = flags.signing ? "signing_secret_ref" : "secret_ref";
     const stored = await storeSecret(env, name, value);
     if (stored.failure !== undefined) this.fail(stored.failure);
     const { keyPath } = stored;
     this.log(`stored the secret ${name}, encrypted with the instance key ${keyPath}.`);
     this.log(
-      `Next: set "secret_ref: ${name}" on webhooks.sources.${args.name} in daemon.yaml, then restart the daemon ` +
+      `Next: set "${key}: ${name}" on webhooks.sources.${args.name} in daemon.yaml, then restart the daemon ` +
         "(svc daemon restart) - running processes keep the configuration and secrets they started with.",
     );
   }

@@ -1,11 +1,19 @@
 import { checkKeys, int, oneOf, type YamlMap } from "../read.ts";
 import { secretSource } from "../secrets.ts";
-import type { ConfigFile } from "../source.ts";
+import { SIGNING_SECRET_SHAPE, signingKey } from "../signing-secret.ts";
+import { type ConfigFile, formatPath, type KeyPath } from "../source.ts";
 import type { DaemonSettings, VerifyKind, WebhookSource } from "../types.ts";
 import { checkName, child, entries, NAME } from "./read-helpers.ts";
 
 export const DEFAULT_MAX_BODY_BYTES = 1_048_576;
-export const VERIFY_KINDS: readonly VerifyKind[] = ["bearer", "codehost", "tracker"];
+export const VERIFY_KINDS: readonly VerifyKind[] = ["bearer", "codehost", "tracker", "gitlab"];
+
+/** How the stored-secret name of a gitlab source's signing token ends (`svc setup webhook <name> --signing`). */
+export const SIGNING_SECRET_REF_SUFFIX = "/signing-secret";
+
+export function signingSecretRef(source: string): string {
+  return `webhook/${source}${SIGNING_SECRET_REF_SUFFIX}`;
+}
 
 export function readWebhooks(f: ConfigFile, root: YamlMap): DaemonSettings["webhooks"] {
   const webhooks = child(f, root, "webhooks", []) ?? {};
@@ -17,16 +25,61 @@ export function readWebhooks(f: ConfigFile, root: YamlMap): DaemonSettings["webh
   for (const [name, raw] of entries(f, webhooks, "sources", ["webhooks"])) {
     const path = ["webhooks", "sources", name];
     if (!checkName(f, path, name, NAME, "webhook source")) continue;
-    checkKeys(f, raw, path, ["verify", "secret", "secret_ref"]);
+    checkKeys(f, raw, path, ["verify", "secret", "secret_ref", "signing_secret", "signing_secret_ref"]);
     const verify = oneOf(f, raw, "verify", path, VERIFY_KINDS, {
       required: true,
-      hint: " - bearer serves trigger.webhook, codehost serves trigger.codehost, tracker serves trigger.tracker",
+      hint: " - bearer serves trigger.webhook, codehost (GitHub) and gitlab serve trigger.codehost, tracker serves trigger.tracker",
     });
     const secret = secretSource(f, raw, path, {
       expectedRef: `webhook/${name}`,
       howToStore: `store it with "svc setup webhook ${name} --secret-env <ENV_NAME>"`,
     });
-    if (verify && secret) sources[name] = { name, verify, secret };
+    const signing = readSigningSecret(f, raw, path, name, verify);
+    if (verify && secret && signing !== null)
+      sources[name] = { name, verify, secret, ...(signing ? { signingSecret: signing } : {}) };
   }
   return { maxBodyBytes, sources };
+}
+
+/**
+ * A gitlab source's optional signing token: undefined when it has none, null when what is written
+ * is wrong (reported), so the source is left out rather than started without the check it asked for.
+ */
+function readSigningSecret(
+  f: ConfigFile,
+  raw: YamlMap,
+  path: KeyPath,
+  name: string,
+  verify: VerifyKind | undefined,
+): WebhookSource["signingSecret"] | null {
+  const given = ["signing_secret", "signing_secret_ref"].filter(
+    (key) => raw[key] !== undefined && raw[key] !== null,
+  );
+  if (given.length === 0) return undefined;
+  if (verify !== "gitlab") {
+    if (verify)
+      f.report(
+        [...path, given[0]!],
+        "invalid_value",
+        `"${formatPath([...path, given[0]!])}" is GitLab's signing token and only a "verify: gitlab" source checks it - remove it, or set verify: gitlab if GitLab sends these deliveries`,
+      );
+    return null;
+  }
+  const signing = secretSource(f, raw, path, {
+    secretKey: "signing_secret",
+    refKey: "signing_secret_ref",
+    expectedRef: signingSecretRef(name),
+    howToStore: `store it with "svc setup webhook ${name} --signing --secret-env <ENV_NAME>"`,
+  });
+  if (!signing) return null;
+  // a stored token is checked when the ingress reads it at start-up
+  if (signing.kind === "inline" && !signingKey(signing.value)) {
+    f.report(
+      [...path, "signing_secret"],
+      "invalid_value",
+      `"${formatPath([...path, "signing_secret"])}" must be ${SIGNING_SECRET_SHAPE} - copy it again from the GitLab webhook's "Signing token" field`,
+    );
+    return null;
+  }
+  return signing;
 }

@@ -2,7 +2,7 @@ import { offLoopback } from "../daemon/server.ts";
 import { checkKeys, isMapping, mapping, quote, strList, type YamlMap } from "../read.ts";
 import { readSchedules } from "../schedule.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "../source.ts";
-import type { DaemonSettings, EventMatcher, PipelineArg, PipelineTrigger } from "../types.ts";
+import type { DaemonSettings, EventMatcher, PipelineArg, PipelineTrigger, VerifyKind } from "../types.ts";
 import type { PipelineDraft } from "./draft.ts";
 
 const REPO_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
@@ -109,10 +109,11 @@ export function checkTriggerSources(f: ConfigFile, draft: PipelineDraft, daemon:
     const source = daemon.webhooks.sources[name];
     const path = ["trigger", "webhook", index];
     if (source && source.verify !== "bearer") {
+      const serves = triggerOf(source.verify);
       f.report(
         path,
         "verify_kind_mismatch",
-        `webhook ${quote(name)} points at source "webhooks.sources.${name}", whose verify is ${source.verify}, not bearer - a ${source.verify} source serves trigger.${source.verify}; add a bearer source under another name or move the events to trigger.${source.verify}`,
+        `webhook ${quote(name)} points at source "webhooks.sources.${name}", whose verify is ${source.verify}, not bearer - a ${source.verify} source serves trigger.${serves}; add a bearer source under another name or move the events to trigger.${serves}`,
       );
     } else if (!source) {
       const offMachine = offLoopback(daemon);
@@ -125,11 +126,17 @@ export function checkTriggerSources(f: ConfigFile, draft: PipelineDraft, daemon:
     }
   });
   for (const kind of ["codehost", "tracker"] as const) {
-    if (trigger[kind].length === 0 || sources.some((source) => source.verify === kind)) continue;
+    if (trigger[kind].length === 0 || sources.some((source) => triggerOf(source.verify) === kind)) continue;
     f.report(
       ["trigger", kind],
       "webhook_source_missing",
-      `"trigger.${kind}" has no ${kind} source to receive its events - add "webhooks.sources.<name>: { verify: ${kind}, secret_ref: webhook/<name> }" to daemon.yaml`,
+      `"trigger.${kind}" has no ${kind === "codehost" ? "codehost or gitlab" : kind} source to receive its events - add "webhooks.sources.<name>: { verify: ${kind}, secret_ref: webhook/<name> }" to daemon.yaml${kind === "codehost" ? " (verify: gitlab for GitLab)" : ""}`,
     );
   }
+}
+
+/** The trigger a source's deliveries fire: GitLab's events are code-host events, like GitHub's. */
+function triggerOf(verify: VerifyKind): "webhook" | "codehost" | "tracker" {
+  if (verify === "bearer") return "webhook";
+  return verify === "gitlab" ? "codehost" : verify;
 }

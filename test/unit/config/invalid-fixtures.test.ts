@@ -35,7 +35,7 @@ const CASES: [string, string, string][] = [
   [
     "codehost-without-source",
     "webhook_source_missing",
-    'pipelines/main.yaml: "trigger.codehost" has no codehost source to receive its events - add "webhooks.sources.<name>: { verify: codehost, secret_ref: webhook/<name> }" to daemon.yaml',
+    'pipelines/main.yaml: "trigger.codehost" has no codehost or gitlab source to receive its events - add "webhooks.sources.<name>: { verify: codehost, secret_ref: webhook/<name> }" to daemon.yaml (verify: gitlab for GitLab)',
   ],
   [
     "env-reserved",
@@ -410,7 +410,7 @@ const CASES: [string, string, string][] = [
   [
     "verify-enum",
     "invalid_value",
-    'daemon.yaml: "webhooks.sources.hook.verify" must be one of bearer, codehost, tracker (got "hmac")',
+    'daemon.yaml: "webhooks.sources.hook.verify" must be one of bearer, codehost, tracker, gitlab (got "hmac")',
   ],
   [
     "version-invalid",
