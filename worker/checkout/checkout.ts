@@ -56,7 +56,8 @@ export function wantsOf(context: EventContext): { wants: Want[]; base?: { sha: s
     throw new CheckoutError(`${JSON.stringify(branch)} is not a branch name svc checks out`);
   const wants: Want[] = [];
   if (context.pull && number !== undefined) {
-    const ref = `refs/pull/${number}/head`;
+    // GitLab keeps a merge request's head (a fork's too) at refs/merge-requests/<iid>/head
+    const ref = context.gitlab ? `refs/merge-requests/${number}/head` : `refs/pull/${number}/head`;
     wants.push(sha ? { sha, remoteRef: ref, keepRef: ref } : { remoteRef: ref, keepRef: ref });
   } else if (sha) {
     wants.push(

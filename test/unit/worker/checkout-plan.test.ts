@@ -26,6 +26,12 @@ describe("what an event asks the mirror for", () => {
     expect(base).toEqual({ sha: BASE, ref: "main" });
   });
 
+  it("a GitLab merge request's head falls back to refs/merge-requests/<iid>/head", () => {
+    expect(wantsOf(context({ sha: SHA, pull: true, number: 12, gitlab: true })).wants).toEqual([
+      { sha: SHA, remoteRef: "refs/merge-requests/12/head", keepRef: "refs/merge-requests/12/head" },
+    ]);
+  });
+
   it("a comment on a pull request (no SHA) takes the pull request's head ref", () => {
     expect(wantsOf(context({ pull: true, number: 3 })).wants).toEqual([
       { remoteRef: "refs/pull/3/head", keepRef: "refs/pull/3/head" },
