@@ -1,9 +1,10 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { gunzipSync } from "node:zlib";
 
 /**
  * A git host on loopback that answers git as github.com does, through the real `git http-backend`:
@@ -134,8 +135,39 @@ export function gitHost(given: GitHostOptions = {}): GitHost {
       answer(404, "Repository not found.\n");
       return true;
     }
-    runBackend(req, res, record, repo, url);
+    if (req.method === "POST") void negotiate(req, res, record, repo, url);
+    else runBackend(req, res, record, repo, url, undefined);
     return true;
+  };
+
+  /**
+   * A fetch's negotiation, read whole first: git's upload-pack of protocol v2 hands out any object
+   * its repository holds, where github.com serves only commits some ref reaches. A wanted commit no
+   * ref contains is refused as git refuses it ("not our ref"); trees and blobs pass (a partial
+   * clone asks for those by id).
+   */
+  const negotiate = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    record: GitRequest,
+    repo: string,
+    url: URL,
+  ) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    record.bytesIn = body.length;
+    const text = (req.headers["content-encoding"] === "gzip" ? gunzipSync(body) : body).toString("latin1");
+    for (const [, want] of text.matchAll(/want ([0-9a-f]{40})/g)) {
+      if (await unreachableCommit(pathOf(repo), want!)) {
+        const line = `ERR upload-pack: not our ref ${want}\n`;
+        record.status = 200;
+        res.writeHead(200, { "content-type": "application/x-git-upload-pack-result" });
+        res.end(`${(line.length + 4).toString(16).padStart(4, "0")}${line}`);
+        return;
+      }
+    }
+    runBackend(req, res, record, repo, url, body);
   };
 
   const runBackend = (
@@ -144,6 +176,7 @@ export function gitHost(given: GitHostOptions = {}): GitHost {
     record: GitRequest,
     repo: string,
     url: URL,
+    body: Buffer | undefined,
   ) => {
     const child = spawn(join(execPath, "git-http-backend"), [], {
       env: {
@@ -175,10 +208,13 @@ export function gitHost(given: GitHostOptions = {}): GitHost {
       // its own process group: the upload-pack and pack-objects it starts die with it
       detached: true,
     });
-    req.on("data", (chunk: Buffer) => {
-      record.bytesIn += chunk.length;
-    });
-    req.pipe(child.stdin);
+    if (body) child.stdin.end(body);
+    else {
+      req.on("data", (chunk: Buffer) => {
+        record.bytesIn += chunk.length;
+      });
+      req.pipe(child.stdin);
+    }
     res.on("close", () => {
       if (child.exitCode !== null || child.pid === undefined) return;
       try {
@@ -255,6 +291,18 @@ export function gitHost(given: GitHostOptions = {}): GitHost {
       rmSync(home, { recursive: true, force: true });
     },
   };
+}
+
+/** A commit of the repository that no ref contains; false for other objects and for what it lacks (git answers those itself). */
+function unreachableCommit(bare: string, oid: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile(
+      "git",
+      ["--git-dir", bare, "for-each-ref", "--count=1", "--format=%(refname)", "--contains", oid],
+      { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", GIT_CONFIG_NOSYSTEM: "1" } },
+      (error, stdout) => resolve(!error && stdout.trim() === ""),
+    );
+  });
 }
 
 /**

@@ -227,6 +227,23 @@ describe("checkouts of real pull requests (fork pull requests, private repositor
     );
   });
 
+  it("a head force-pushed away (still in the host's store, no ref reaches it) is refused, and the ref's new head is never taken for it", async () => {
+    bed.git0(["checkout", "--quiet", "-B", "pr-50", mergeBase]);
+    const old = bed.commit({ "src/pr-50.txt": "first\n" }, "pull request 50");
+    bed.push(WIDGETS, old, "refs/pull/50/head");
+    bed.git0(["checkout", "--quiet", "-B", "pr-50", mergeBase]);
+    const rewritten = bed.commit({ "src/pr-50.txt": "rewritten\n" }, "pull request 50, force-pushed");
+    bed.push(WIDGETS, rewritten, "refs/pull/50/head");
+    bed.git0(["checkout", "--quiet", "main"]);
+    const { row, invocation } = await finish(
+      await bed.deliver("opened", { number: 50, head: old, base: main }),
+    );
+    expect(row.status).toBe("error");
+    expect(invocation.diagnostic.message).toContain(
+      `has no commit ${old} (tried the commit id and refs/pull/50/head)`,
+    );
+  });
+
   it("clones as a principal's token when the pipeline acts as one", async () => {
     const before = bed.git.requests.length;
     const { row, invocation } = await finish(
