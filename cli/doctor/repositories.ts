@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AppAuthError, type AppTokens, appTokens, isNotInstalled } from "../../shared/codehost/app-tokens.ts";
-import { gitAuthEnv, urlCredential } from "../../shared/codehost/git-auth.ts";
+import { checkoutRoute, gitAuthEnv } from "../../shared/codehost/git-auth.ts";
 import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem, ConfigSnapshot } from "../../shared/config/types.ts";
@@ -82,10 +82,10 @@ export const repositoriesCheck: DoctorCheck = {
   },
 };
 
-/** The default identity with its secret resolved, and the base URL it is handed to git under. */
+/** The default identity with its secret resolved. */
 type DefaultIdentity =
-  | { base: string; name: string; token: string; app?: undefined }
-  | { base: string; name: string; app: AppTokens; appId: number; token?: undefined };
+  | { name: string; token: string; app?: undefined }
+  | { name: string; app: AppTokens; appId: number; token?: undefined };
 
 async function defaultIdentity(
   ctx: DoctorContext,
@@ -93,17 +93,13 @@ async function defaultIdentity(
 ): Promise<DefaultIdentity | undefined> {
   const codehost = config.codehost;
   if (!codehost || (!codehost.app && !codehost.token)) return undefined;
-  const base = codehostWebBase(codehost.apiUrl);
   // no secret is read when no repository would be given the identity
-  const needed = Object.entries(config.repos).some(
-    ([, repo]) => repo.auth !== "none" && repo.cloneUrl.startsWith(`${base}/`),
-  );
+  const needed = Object.keys(config.repos).some((repo) => checkoutRoute(repo, config).kind === "identity");
   if (!needed) return undefined;
-  if (codehost.token) return { base, name: "codehost.token", token: await keyOf(ctx, codehost.token) };
+  if (codehost.token) return { name: "codehost.token", token: await keyOf(ctx, codehost.token) };
   const app = codehost.app!;
   const privateKey = await keyOf(ctx, app.privateKey);
   return {
-    base,
     name: `codehost.app (GitHub App ${app.id})`,
     app: appTokens({ apiUrl: codehost.apiUrl, appId: app.id, privateKey }),
     appId: app.id,
@@ -183,42 +179,23 @@ async function readerOf(
   config: ConfigSnapshot,
   identity: DefaultIdentity | undefined,
 ): Promise<Reader | Result> {
-  const entry = config.repos[repo]!;
-  const cloneUrl = entry.cloneUrl;
-  const parsed = safeUrl(cloneUrl);
-  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
+  const route = checkoutRoute(repo, config);
+  const cloneUrl = route.url;
+  if (route.kind === "pasted") {
+    const { url, env, secret } = route;
     return {
-      url: cloneUrl,
-      env: {},
-      identity: "anonymous",
-      fix: `make "repos.${repo}.clone_url" name a git repository svc's user can read`,
-    };
-  }
-  const pasted = urlCredential(parsed);
-  if (pasted) {
-    return {
-      ...pasted,
+      ...{ url, env, secret },
       identity: `the credential in repos.${repo}.clone_url`,
       fix: `fix the credential in "repos.${repo}.clone_url"`,
     };
   }
-  const codehost = config.codehost;
-  const base = codehost ? codehostWebBase(codehost.apiUrl) : undefined;
-  if (!base || !cloneUrl.startsWith(`${base}/`)) {
-    return {
-      url: cloneUrl,
-      env: {},
-      identity: "anonymous",
-      fix: `runs send no identity to a URL off the code host's origin (${base ?? "no codehost"}) - make the repository readable there without credentials, or write a user:password (e.g. \${ENV} substitutions) into "repos.${repo}.clone_url"`,
-    };
-  }
-  if (entry.auth === "none") {
-    return {
-      url: cloneUrl,
-      env: {},
-      identity: "anonymous",
-      fix: `"repos.${repo}.auth: none" fetches without an identity - remove it to fetch as the code-host identity, or make the repository public`,
-    };
+  if (route.kind === "anonymous") {
+    const fix = {
+      not_http: `make "repos.${repo}.clone_url" name a git repository svc's user can read`,
+      off_base: `runs send no identity to a URL off the code host's origin (${config.codehost ? codehostWebBase(config.codehost.apiUrl) : "no codehost"}) - make the repository readable there without credentials, or write a user:password (e.g. \${ENV} substitutions) into "repos.${repo}.clone_url"`,
+      auth_none: `"repos.${repo}.auth: none" fetches without an identity - remove it to fetch as the code-host identity, or make the repository public`,
+    }[route.why];
+    return { url: cloneUrl, env: {}, identity: "anonymous", fix };
   }
   if (!identity) {
     return {
@@ -231,7 +208,7 @@ async function readerOf(
   if (identity.token !== undefined) {
     return {
       url: cloneUrl,
-      env: gitAuthEnv(identity.base, "x-access-token", identity.token),
+      env: gitAuthEnv(route.base, "x-access-token", identity.token),
       identity: identity.name,
       fix: `give codehost.token read access to ${repo} (a fine-grained token with "Contents: read" on it, or a classic token with the repo scope)`,
       secret: identity.token,
@@ -245,7 +222,7 @@ async function readerOf(
     });
     return {
       url: cloneUrl,
-      env: gitAuthEnv(identity.base, "x-access-token", token),
+      env: gitAuthEnv(route.base, "x-access-token", token),
       identity: identity.name,
       fix: install,
       secret: token,
@@ -344,12 +321,4 @@ function refusal(stderr: string): string | undefined {
 function lastLine(text: string): string {
   const lines = text.trim().split("\n").filter(Boolean);
   return (lines.at(-1) ?? "no message").replace(/^fatal: /, "").slice(0, 300);
-}
-
-function safeUrl(value: string): URL | undefined {
-  try {
-    return new URL(value);
-  } catch {
-    return undefined; // an absolute path: a local repository
-  }
 }

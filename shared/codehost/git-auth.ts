@@ -1,3 +1,6 @@
+import { codehostWebBase } from "../config/daemon/repos.ts";
+import type { ConfigSnapshot } from "../config/types.ts";
+
 /**
  * The environment that hands git one HTTP header for URLs under `base` only, for one command:
  * `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/`GIT_CONFIG_VALUE_0`. Never argv (every user of the host
@@ -31,4 +34,39 @@ export function urlCredential(
     env: gitAuthEnv(url.origin, user || "x-access-token", password),
     secret: password || user,
   };
+}
+
+/**
+ * What a checkout of `repo` hands git, before any identity's token is read: nothing (a URL that is
+ * not http(s), one off the code host's base, `auth: none`, no code host), the credential pasted
+ * into its `clone_url`, or the code-host identity's token as a header under `base`. The worker's
+ * checkout (worker/checkout/credentials.ts) and `svc doctor` (cli/doctor/repositories.ts) both
+ * decide by it, so what doctor reads is what a run fetches with.
+ */
+export type CheckoutRoute =
+  | { kind: "anonymous"; url: string; why: "not_http" | "off_base" | "auth_none" }
+  | { kind: "pasted"; url: string; env: Record<string, string>; secret: string }
+  | { kind: "identity"; url: string; base: string };
+
+export function checkoutRoute(
+  repo: string,
+  config: Pick<ConfigSnapshot, "repos" | "codehost">,
+  cloneUrl = config.repos[repo]?.cloneUrl ?? "",
+): CheckoutRoute {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(cloneUrl);
+  } catch {
+    // an absolute path: a local repository, no credential
+  }
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:"))
+    return { kind: "anonymous", url: cloneUrl, why: "not_http" };
+  const pasted = urlCredential(parsed);
+  if (pasted) return { kind: "pasted", ...pasted };
+  // only a URL under the code host's own base (github.com for api.github.com; GitHub Enterprise's
+  // origin) is given the identity: another host never receives it
+  const base = config.codehost ? codehostWebBase(config.codehost.apiUrl) : undefined;
+  if (!base || !cloneUrl.startsWith(`${base}/`)) return { kind: "anonymous", url: cloneUrl, why: "off_base" };
+  if (config.repos[repo]?.auth === "none") return { kind: "anonymous", url: cloneUrl, why: "auth_none" };
+  return { kind: "identity", url: cloneUrl, base };
 }

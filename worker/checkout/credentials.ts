@@ -1,7 +1,6 @@
 import type pg from "pg";
 import { isNotInstalled } from "../../shared/codehost/app-tokens.ts";
-import { gitAuthEnv, urlCredential } from "../../shared/codehost/git-auth.ts";
-import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
+import { checkoutRoute, gitAuthEnv } from "../../shared/codehost/git-auth.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { PublishError } from "../outputs/attempt.ts";
 import { codehostIdentity, installationToken, secretValue } from "../outputs/tokens.ts";
@@ -44,29 +43,28 @@ export async function checkoutAuth(
   repo: string,
   cloneUrl: string,
 ): Promise<GitAuth> {
-  const parsed = safeUrl(cloneUrl);
-  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) {
-    return { url: cloneUrl, env: {}, identity: "anonymous", needs: "read access to the repository" };
-  }
-  const pasted = urlCredential(parsed);
-  if (pasted) {
+  const route = checkoutRoute(repo, deps.config, cloneUrl);
+  if (route.kind === "pasted") {
+    const { url, env, secret } = route;
     return {
-      ...pasted,
+      url,
+      env,
+      secret,
       identity: `the credential in repos.${repo}.clone_url`,
       needs: "read access to the repository",
     };
   }
-  const codehost = deps.config.codehost;
   const anonymous: GitAuth = {
     url: cloneUrl,
     env: {},
     identity: "anonymous",
-    needs: "a code-host identity (codehost.app or codehost.token) that can read the repository",
+    needs:
+      route.kind === "anonymous" && route.why === "not_http"
+        ? "read access to the repository"
+        : "a code-host identity (codehost.app or codehost.token) that can read the repository",
   };
-  // only a URL under the code host's own base (github.com for api.github.com; GitHub Enterprise's
-  // origin) is given the identity: another host never receives it
-  const base = codehost ? codehostWebBase(codehost.apiUrl) : undefined;
-  if (!base || !cloneUrl.startsWith(`${base}/`) || deps.config.repos[repo]?.auth === "none") return anonymous;
+  if (route.kind === "anonymous") return anonymous;
+  const { base } = route;
   const identity = codehostIdentity(deps.config as ConfigSnapshot, pipeline);
   if (!identity) return anonymous;
   if (identity.credential.token) {
@@ -104,13 +102,5 @@ export async function checkoutAuth(
       };
     }
     throw new CheckoutAuthError(`${named} could not get a token to read ${repo}: ${error.message}`);
-  }
-}
-
-function safeUrl(value: string): URL | undefined {
-  try {
-    return new URL(value);
-  } catch {
-    return undefined; // an absolute path: a local repository, no credential
   }
 }

@@ -99,5 +99,19 @@ export async function commitsHeld(gitDir: string, objects: string[]): Promise<Se
   return held;
 }
 
+/**
+ * How every checkout fetch starts, the mirror's from the host and a worktree's from the mirror:
+ * protocol v2, no tags, no FETCH_HEAD, and no gc of its own (the mirror's maintenance is svc's)
+ */
+export const FETCH = [
+  "-c",
+  "protocol.version=2",
+  "fetch",
+  "--quiet",
+  "--no-tags",
+  "--no-write-fetch-head",
+  "--no-auto-gc",
+] as const;
+
 /** A full hex commit id: what the event's sender wrote is only handed to git when it is one. */
 export const COMMIT_ID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, statSync } from "node:f
 import { rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { GitAuth } from "./credentials.ts";
-import { commitsHeld, GitError, git, hasCommit } from "./git.ts";
+import { commitsHeld, FETCH, GitError, git, hasCommit } from "./git.ts";
 import { lockFile } from "./lock.ts";
 
 /**
@@ -176,25 +176,11 @@ export class Mirror {
   }
 
   async #fetchRefspecs(auth: GitAuth, refspecs: string[]): Promise<void> {
-    await git(
-      [
-        "--git-dir",
-        this.path,
-        "-c",
-        "protocol.version=2",
-        "fetch",
-        "--quiet",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "--no-auto-gc",
-        "--",
-        auth.url,
-        ...refspecs,
-      ],
-      { env: auth.env },
-    ).catch((error: unknown) => {
-      throw refusal(error, auth) ?? error;
-    });
+    await git(["--git-dir", this.path, ...FETCH, "--", auth.url, ...refspecs], { env: auth.env }).catch(
+      (error: unknown) => {
+        throw refusal(error, auth) ?? error;
+      },
+    );
   }
 
   /**

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import type { CheckoutSettings } from "../../shared/config/types.ts";
 import type { GitAuth } from "./credentials.ts";
-import { COMMIT_ID, GitError, git } from "./git.ts";
+import { COMMIT_ID, FETCH, GitError, git } from "./git.ts";
 
 /** What a run's worktree holds beside its head, as computed in the mirror (which holds whole histories). */
 export interface Plan {
@@ -124,15 +124,7 @@ export async function writeWorktree(
   const objects = linked
     ? git(["-C", dest, "update-ref", "--stdin"], { input: `${refs.join("\n")}\n` })
     : inDest([
-        ...[
-          "-c",
-          "protocol.version=2",
-          "fetch",
-          "--quiet",
-          "--no-tags",
-          "--no-write-fetch-head",
-          "--no-auto-gc",
-        ],
+        ...FETCH,
         // the mirror's side, which a local fetch does not give the fetch's -c: any commit it holds may
         // be asked for (what the plan names is what it computed), and no delta search (the pack is
         // local and short-lived: the search cost most of its time and saved nothing the disk notices)
