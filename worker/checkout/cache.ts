@@ -2,20 +2,16 @@ import { createHash } from "node:crypto";
 import { lstatSync, mkdirSync, readdirSync, renameSync, statSync, utimesSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { cacheRoot, diskUsage } from "../../shared/repo-cache.ts";
+import { diskUsage } from "../../shared/repo-cache.ts";
 import { type HeldLock, lockFile } from "./lock.ts";
 
-export { cacheRoot, diskUsage };
-
-/**
- * The repository cache of a worker host: one bare mirror per repository under
- * `<config dir>/workspaces/.repos/<host>/<owner>/<name>.git` (a hidden folder: the retention sweep
- * and what lists run folders pass it by). Beside each mirror, `<name>.git.lock`: its fetch lock
- * (exclusive, one fetch at a time), and `<name>.git.use`: held shared by every worker process
- * while one of its runs uses the mirror, so an eviction (exclusive, never waiting) passes a busy
- * mirror by. The lock file's modification time is the mirror's last use: least recently used
- * mirrors go first.
- */
+// The repository cache of a worker host: one bare mirror per repository under
+// `<config dir>/workspaces/.repos/<host>/<owner>/<name>.git` (a hidden folder: the retention sweep
+// and what lists run folders pass it by). Beside each mirror, `<name>.git.lock`: its fetch lock
+// (exclusive, one fetch at a time), and `<name>.git.use`: held shared by every worker process
+// while one of its runs uses the mirror, so an eviction (exclusive, never waiting) passes a busy
+// mirror by. The lock file's modification time is the mirror's last use: least recently used
+// mirrors go first.
 
 /** Where the mirror of `repo` fetched from `url` lives: the host's folder, then the repository's name. */
 export function mirrorPath(root: string, repo: string, url: string): string {

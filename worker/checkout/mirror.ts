@@ -231,6 +231,7 @@ export class Mirror {
     } catch {
       return ""; // the fallback found no branch: the run has no base
     } finally {
+      // a ref that is not there needs no deleting: either way none is left for the next want
       await git(["--git-dir", this.path, "update-ref", "-d", "refs/svc/fallback"]).catch(() => "");
     }
   }
@@ -245,6 +246,7 @@ export class Mirror {
     if (await hasCommit(this.path, want.sha!)) return;
     if (want.remoteRef) {
       tried.push(want.remoteRef);
+      // the last fallback's ref, if any: gone, so #baseNow reads only what this one fetched
       await git(["--git-dir", this.path, "update-ref", "-d", "refs/svc/fallback"]).catch(() => "");
       try {
         await this.#fetchRefspecs(auth, [`+${want.remoteRef}:refs/svc/fallback`]);
