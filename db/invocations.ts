@@ -117,6 +117,8 @@ export interface TriggerEvent {
   event_name: string;
   payload: unknown;
   replay_of: string | null;
+  /** see LockedTrigger.author_association */
+  author_association?: "owner" | "member" | "none" | null;
 }
 
 /** A run claimed from its lane, with the rows it runs from, read by the claim itself. */
@@ -161,6 +163,7 @@ export async function claimRuns(
       trigger_event_name: string;
       trigger_payload: unknown;
       trigger_replay_of: string | null;
+      trigger_author: "owner" | "member" | "none" | null;
       breaker_open_until: Date | null;
     }
   >({
@@ -180,7 +183,8 @@ export async function claimRuns(
         RETURNING *)
      SELECT c.*, w.pipeline AS run_pipeline, w.trigger_id AS run_trigger_id,
             t.kind AS trigger_kind, t.source AS trigger_source, t.event_name AS trigger_event_name,
-            t.payload AS trigger_payload, t.replay_of AS trigger_replay_of, b.open_until AS breaker_open_until
+            t.payload AS trigger_payload, t.replay_of AS trigger_replay_of,
+            t.author_association AS trigger_author, b.open_until AS breaker_open_until
        FROM claimed c
        JOIN svc.workloads w ON w.id = c.workload_id
        LEFT JOIN svc.triggers t ON t.id = w.trigger_id
@@ -196,13 +200,17 @@ export async function claimRuns(
       trigger_event_name: eventName,
       trigger_payload: payload,
       trigger_replay_of: replayOf,
+      trigger_author: author,
       breaker_open_until: breakerOpenUntil,
       ...invocation
     } = row;
     return {
       invocation,
       workload: { id: invocation.workload_id, trigger_id: triggerId, pipeline },
-      trigger: kind === null ? null : { kind, source, event_name: eventName, payload, replay_of: replayOf },
+      trigger:
+        kind === null
+          ? null
+          : { kind, source, event_name: eventName, payload, replay_of: replayOf, author_association: author },
       breakerOpenUntil,
     };
   });

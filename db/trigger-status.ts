@@ -21,10 +21,12 @@ export interface LockedTrigger {
   eval_run_id: string | null;
   /** whether a workload already exists for it (a dispatch that ran before) */
   has_workloads: boolean;
+  /** the author's association svc established (GitLab: the members API), null when not looked up */
+  author_association: "owner" | "member" | "none" | null;
 }
 
 const LOCKED_COLUMNS = `t.id, t.kind, t.source, t.event_name, t.status, t.payload, t.owner, t.replay_of, t.eval_run_id,
-       EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
+       t.author_association, EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
 
 /**
  * Row-locks a batch of triggers for one dispatch transaction, in id order so that two workers
@@ -39,6 +41,15 @@ export async function lockTriggers(db: pg.ClientBase, ids: string[]): Promise<Ma
     values: [ids],
   });
   return new Map(rows.map((row) => [row.id, row]));
+}
+
+/** Keeps the author's association dispatch established for a GitLab event (see 098_trigger_author.sql). */
+export async function recordTriggerAuthor(
+  db: pg.ClientBase,
+  id: string,
+  association: "owner" | "member" | "none",
+): Promise<void> {
+  await db.query("UPDATE svc.triggers SET author_association = $2 WHERE id = $1", [id, association]);
 }
 
 /**

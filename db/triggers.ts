@@ -36,6 +36,8 @@ export interface TriggerSummary {
 
 export interface Trigger extends TriggerSummary {
   payload: unknown;
+  /** the author's association dispatch established (GitLab), see db/trigger-status.ts */
+  authorAssociation?: "owner" | "member" | "none" | null;
 }
 
 const SUMMARY_COLUMNS = `id, kind, source, event_name AS "eventName", delivery_id AS "deliveryId", status,
@@ -106,7 +108,7 @@ export async function insertTriggers(
 export async function getTrigger(db: Queryable, id: string): Promise<Trigger | undefined> {
   const { rows } = await db.query<Trigger>({
     name: "svc_get_trigger",
-    text: `SELECT ${SUMMARY_COLUMNS}, payload FROM svc.triggers WHERE id = $1`,
+    text: `SELECT ${SUMMARY_COLUMNS}, payload, author_association AS "authorAssociation" FROM svc.triggers WHERE id = $1`,
     values: [id],
   });
   return rows[0];

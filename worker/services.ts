@@ -50,11 +50,12 @@ export async function openServices(
   await migrate(pool);
   const cooldowns = await CredentialCooldowns.load(pool, logger);
   const secrets = await CredentialSecrets.resolve(config, pool, env);
-  // comment commands address the App by its slug unless codehost.bot_name names another
+  // comment commands address the App by its slug (GitLab: its user's username) unless
+  // codehost.bot_name names another
   const slugFailure = await learnAppSlug(pool, config);
   if (slugFailure)
     logger.warn(
-      `the GitHub App's slug could not be read; comment commands answer to "@svc": ${slugFailure}`,
+      `the name comment commands address could not be learned; they answer to "@svc": ${slugFailure}`,
       {
         event: "worker.app_slug_unknown",
       },

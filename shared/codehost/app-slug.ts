@@ -12,3 +12,17 @@ export function rememberAppSlug(appId: number, slug: string): void {
 export function knownAppSlug(appId: number): string | undefined {
   return slugs.get(appId);
 }
+
+/**
+ * The username of the GitLab user svc acts as (`GET /user`), learned at start-up like an App's
+ * slug: GitLab's commands address it as `@<username> review`. Keyed by the API it was asked of.
+ */
+const gitlabUsers = new Map<string, string>();
+
+export function rememberGitlabUser(apiUrl: string, username: string): void {
+  gitlabUsers.set(apiUrl, username);
+}
+
+export function knownGitlabUser(apiUrl: string): string | undefined {
+  return gitlabUsers.get(apiUrl);
+}

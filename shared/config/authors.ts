@@ -1,4 +1,4 @@
-import { knownAppSlug } from "../codehost/app-slug.ts";
+import { knownAppSlug, knownGitlabUser } from "../codehost/app-slug.ts";
 import { quote, strList, type YamlMap } from "./read.ts";
 import type { ConfigFile, KeyPath } from "./source.ts";
 import { AUTHOR_ASSOCIATIONS, type AuthorAssociation, type CodehostConfig } from "./types.ts";
@@ -8,11 +8,21 @@ export const DEFAULT_COMMANDS_FROM: readonly AuthorAssociation[] = ["owner", "me
 
 /**
  * The name comment commands address (`@<name> <word>`): `codehost.bot_name`, else the slug of the
- * App svc acts as (learned by the worker at start-up, shared/codehost/app-slug.ts), else `svc`.
+ * App svc acts as, or on GitLab the username of its token's user (both learned by the worker at
+ * start-up, shared/codehost/app-slug.ts), else `svc`.
  */
-export function botName(config: { codehost?: Pick<CodehostConfig, "botName" | "app"> }): string {
-  const app = config.codehost?.app;
-  return config.codehost?.botName ?? (app ? knownAppSlug(app.id) : undefined) ?? "svc";
+export function botName(config: {
+  codehost?: Pick<CodehostConfig, "botName" | "app"> & Partial<Pick<CodehostConfig, "kind" | "apiUrl">>;
+}): string {
+  const codehost = config.codehost;
+  const app = codehost?.app;
+  const learned =
+    codehost?.kind === "gitlab" && codehost.apiUrl
+      ? knownGitlabUser(codehost.apiUrl)
+      : app
+        ? knownAppSlug(app.id)
+        : undefined;
+  return codehost?.botName ?? learned ?? "svc";
 }
 
 /** A list of author associations (`authors`, `codehost.commands_from`): each one of AUTHOR_ASSOCIATIONS. */

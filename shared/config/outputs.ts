@@ -12,6 +12,7 @@ import type { CodehostApp, CodehostConfig, CodehostCredential, OutputBinding } f
  */
 
 export const DEFAULT_CODEHOST_API_URL = "https://api.github.com";
+export const DEFAULT_GITLAB_API_URL = "https://gitlab.com/api/v4";
 export const DEFAULT_CHAT_API_URL = "https://slack.com/api/";
 export const DEFAULT_BREAKER_FAILURES = 5;
 export const DEFAULT_BREAKER_COOLDOWN_MS = 15 * 60_000;
@@ -36,7 +37,11 @@ function httpUrl(f: ConfigFile, obj: YamlMap, path: KeyPath, example: string): s
   return undefined;
 }
 
-/** `codehost: { api_url, token | token_ref | app, principals: { <id>: { token | token_ref | app } } }` */
+/**
+ * `codehost: { kind?, api_url, token | token_ref | app, principals: { <id>: { token | token_ref | app } } }`.
+ * `kind: gitlab` speaks GitLab's REST API v4 with a token (a project, group or bot user's access
+ * token): GitLab has no Apps, so `app` is GitHub's alone.
+ */
 export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | undefined {
   if (root.codehost === undefined || root.codehost === null) return undefined;
   const raw = mapping(f, root.codehost, ["codehost"], " with api_url, token and principals");
@@ -45,8 +50,9 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
     f,
     raw,
     ["codehost"],
-    ["api_url", "token", "token_ref", "app", "principals", "bot_name", "commands_from"],
+    ["kind", "api_url", "token", "token_ref", "app", "principals", "bot_name", "commands_from"],
   );
+  const kind = readKind(f, raw);
   const botName = str(f, raw, "bot_name", ["codehost"]);
   if (botName !== undefined && !BOT_NAME.test(botName))
     f.report(
@@ -56,8 +62,18 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
     );
   const commandsFrom = readAuthorList(f, raw, "commands_from", ["codehost"]);
   const apiUrl =
-    httpUrl(f, raw, ["codehost"], "https://api.github.com or https://ghe.example.com/api/v3") ??
-    DEFAULT_CODEHOST_API_URL;
+    kind === "gitlab"
+      ? (httpUrl(f, raw, ["codehost"], "https://gitlab.example.com/api/v4") ?? DEFAULT_GITLAB_API_URL)
+      : (httpUrl(f, raw, ["codehost"], "https://api.github.com or https://ghe.example.com/api/v3") ??
+        DEFAULT_CODEHOST_API_URL);
+  if (kind === "gitlab" && raw.app != null) {
+    f.report(
+      ["codehost", "app"],
+      "invalid_value",
+      '"codehost.app" is a GitHub App and GitLab has none - with kind: gitlab give "token" (a project, group or bot user\'s access token with the api scope)',
+    );
+    return undefined;
+  }
   const hasToken = raw.token != null || raw.token_ref != null;
   if (hasToken && raw.app != null) {
     f.report(
@@ -106,6 +122,14 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
     );
     if (!spec) continue;
     checkKeys(f, spec, path, ["token", "token_ref", "app"]);
+    if (spec.app != null && kind === "gitlab") {
+      f.report(
+        [...path, "app"],
+        "invalid_value",
+        `"${formatPath([...path, "app"])}" is a GitHub App and GitLab has none - give this principal a token`,
+      );
+      continue;
+    }
     if (spec.app != null) {
       if (spec.token != null || spec.token_ref != null) {
         f.report(
@@ -132,6 +156,7 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
     if (secret) principals[id] = { token: secret };
   }
   return {
+    ...(kind === "gitlab" ? { kind } : {}),
     apiUrl,
     ...(token ? { token } : {}),
     ...(app ? { app } : {}),
@@ -139,6 +164,17 @@ export function readCodehost(f: ConfigFile, root: YamlMap): CodehostConfig | und
     ...(botName && BOT_NAME.test(botName) ? { botName } : {}),
     ...(commandsFrom ? { commandsFrom } : {}),
   };
+}
+
+function readKind(f: ConfigFile, raw: YamlMap): "github" | "gitlab" {
+  const kind = str(f, raw, "kind", ["codehost"]);
+  if (kind === undefined || kind === "github" || kind === "gitlab") return kind ?? "github";
+  f.report(
+    ["codehost", "kind"],
+    "invalid_value",
+    `"codehost.kind" must be github or gitlab (got ${quote(kind)})`,
+  );
+  return "github";
 }
 
 /** `channels.chat.api_url`: a Slack-compatible Web API base, with its trailing slash. */

@@ -296,6 +296,8 @@ export type CodehostCredential =
 
 /** `codehost` in daemon.yaml: the API outputs are posted to and the identities posting. */
 export interface CodehostConfig {
+  /** `codehost.kind`: absent for GitHub (the default), `gitlab` for GitLab's REST API v4 */
+  kind?: "gitlab";
   apiUrl: string;
   /** the default identity, used when a pipeline binds no code-host principal */
   token?: SecretSource;

@@ -7,13 +7,13 @@ export interface CommentCommand {
   word: string;
   /** the rest of the command's line, trimmed: the run's COMMAND_ARGS */
   args: string;
-  /** the commenter's association (GitLab: mapped from its access level, see gitlabAssociation) */
+  /** the commenter's association (GitLab: as dispatch established it from the members API) */
   author: AuthorAssociation;
   login: string | null;
   /** the pull request the comment is on */
   repo: string;
   number: number;
-  /** the comment's id, for the reaction that answers it (GitHub only) */
+  /** the comment's (GitLab: the note's) id, for the reaction that answers it */
   commentId: number | null;
 }
 
@@ -39,22 +39,16 @@ export function association(value: unknown): AuthorAssociation {
 }
 
 /**
- * GitLab access levels mapped onto GitHub's associations: 50 (owner) → owner, 40 (maintainer) and
- * 30 (developer) → member, 20 (reporter) → collaborator, 10 (guest) → contributor, anything else
- * (no membership, unreadable) → none. A note event carries no access level of its author, so a
- * GitLab command is taken only when a relay adds it as `user.access_level`.
+ * The command a comment gives `bot`, or null when the event is not one (not a comment, not on a
+ * pull request, not addressed to it). `established`: a GitLab commenter's association, which its
+ * payload does not carry (worker/queue/gitlab-author.ts); without it the commenter is `none`.
  */
-export function gitlabAssociation(level: unknown): AuthorAssociation {
-  const n = typeof level === "number" ? level : Number.NaN;
-  if (n >= 50) return "owner";
-  if (n >= 30) return "member";
-  if (n >= 20) return "collaborator";
-  if (n >= 10) return "contributor";
-  return "none";
-}
-
-/** The command a comment gives `bot`, or null when the event is not one (not a comment, not on a pull request, not addressed to it). */
-export function readCommand(eventName: string, payload: unknown, bot: string): CommentCommand | null {
+export function readCommand(
+  eventName: string,
+  payload: unknown,
+  bot: string,
+  established?: AuthorAssociation,
+): CommentCommand | null {
   const body = obj(payload) ?? {};
   const repo = obj(body.repository)?.full_name;
   if (eventName === "issue_comment.created") {
@@ -86,11 +80,11 @@ export function readCommand(eventName: string, payload: unknown, bot: string): C
     const user = obj(body.user);
     return {
       ...parsed,
-      author: gitlabAssociation(user?.access_level),
+      author: established ?? "none",
       login: typeof user?.username === "string" ? user.username : null,
       repo: project,
       number: merge.iid,
-      commentId: null,
+      commentId: typeof note.id === "number" ? note.id : null,
     };
   }
   return null;
@@ -118,7 +112,7 @@ export function withCommand(
   if (event.kind !== "codehost") return event;
   const words = (pipeline.trigger?.codehost ?? []).flatMap((m) => (m.command ? [m.command] : []));
   if (words.length === 0) return event;
-  const command = readCommand(event.eventName, event.payload, botName(config));
+  const command = readCommand(event.eventName, event.payload, botName(config), event.author);
   if (!command || !words.includes(command.word)) return event;
   return { ...event, command: { word: command.word, args: command.args } };
 }

@@ -42,9 +42,13 @@ function named(value: unknown): string | undefined {
   return str(value) ?? str(obj(value)?.name);
 }
 
-export function eventContext(kind: string, payload: unknown): EventContext {
+/**
+ * `author`: the association svc established for a GitLab event's author (worker/queue/gitlab-author.ts);
+ * without it a GitLab event's author is unknown, and unknown is a stranger.
+ */
+export function eventContext(kind: string, payload: unknown, author?: string): EventContext {
   const body = obj(payload) ?? {};
-  const context = isGitlab(body) ? gitlabContext(body) : githubContext(body);
+  const context = isGitlab(body) ? gitlabContext(body, author) : githubContext(body);
   if (kind === "manual" || kind === "replay") {
     const agent = named(body.agent);
     const skill = named(body.skill);
@@ -93,6 +97,10 @@ function githubContext(body: Json): EventContext {
   return context;
 }
 
+export function isGitlabPayload(payload: unknown): boolean {
+  return isGitlab(obj(payload) ?? {});
+}
+
 function isGitlab(body: Json): boolean {
   return str(body.object_kind) !== undefined && obj(body.project) !== undefined;
 }
@@ -108,7 +116,7 @@ function nonZeroSha(value: unknown): string | undefined {
  * `checkout_sha` (null when a branch is deleted) or `after`. The base is set only when the event
  * states both its commit (`diff_refs.base_sha`) and its branch, as GitHub's is.
  */
-function gitlabContext(body: Json): EventContext {
+function gitlabContext(body: Json, author: string | undefined): EventContext {
   const repo = str(obj(body.project)?.path_with_namespace) ?? "";
   const request =
     body.object_kind === "merge_request"
@@ -116,7 +124,16 @@ function gitlabContext(body: Json): EventContext {
       : body.object_kind === "note"
         ? obj(body.merge_request)
         : undefined;
-  const context: EventContext = { repo, sha: "", branch: "", outsider: isOutsider(body), gitlab: true };
+  // GitLab's payloads say nothing of the author's access: an author the members API did not place
+  // at developer or above is outside the team, as is everyone when it could not be asked
+  const insider = author === "owner" || author === "member";
+  const context: EventContext = {
+    repo,
+    sha: "",
+    branch: "",
+    outsider: isOutsider(body) || !insider,
+    gitlab: true,
+  };
   if (request) {
     context.sha = str(obj(request.last_commit)?.id) ?? "";
     context.branch = str(request.source_branch) ?? "";

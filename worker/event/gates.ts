@@ -1,6 +1,7 @@
 import type { Pipeline } from "../../shared/config/types.ts";
 import { association } from "./command.ts";
-import { isOutsider } from "./context.ts";
+import { isGitlabPayload, isOutsider } from "./context.ts";
+import type { EstablishedAuthor } from "./resolve.ts";
 
 type Json = Record<string, unknown>;
 
@@ -20,10 +21,19 @@ export interface GateResult {
  * as its author's association: it is `none`); a pipeline without it runs for an outsider
  * (isOutsider: a fork, or an author who is not owner, member or collaborator) only when it is
  * sandboxed, since an unsandboxed run has the worker's credentials and network.
+ *
+ * A GitLab payload states no association: its author is what dispatch established through the
+ * members API (`established`), `none` when it could not, and a fork's merge request is `none`.
  */
-export function gatePipelines(pipelines: Pipeline[], payload: unknown): GateResult {
-  const outsider = isOutsider(payload);
-  const author = outsider && fromFork(payload) ? "none" : authorOf(payload);
+export function gatePipelines(
+  pipelines: Pipeline[],
+  payload: unknown,
+  established?: EstablishedAuthor,
+): GateResult {
+  const gitlab = isGitlabPayload(payload);
+  const fork = isOutsider(payload) && (gitlab || fromFork(payload));
+  const author = fork ? "none" : gitlab ? (established ?? "none") : authorOf(payload);
+  const outsider = isOutsider(payload) || (gitlab && author !== "owner" && author !== "member");
   const allowed: Pipeline[] = [];
   const gated: Pipeline[] = [];
   for (const pipeline of pipelines) {

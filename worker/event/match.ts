@@ -11,14 +11,34 @@ export interface TriggerIdentity {
   evalRun?: boolean;
   /** the word of the comment command the event carries (worker/event/command.ts) */
   command?: string;
+  /** the event changed no code (see codeUnchanged): only a matcher naming its exact event fires */
+  codeUnchanged?: boolean;
 }
 
-function matches(matchers: EventMatcher[], eventName: string, repo: string, command?: string): boolean {
+/**
+ * A GitLab `merge_request.update` without `oldrev` changed the title, labels, assignees or the
+ * like, not the code: GitLab sends it for every such edit, and a pipeline that reviews code on
+ * `merge_request` (every action) would review the same commit again on each. It fires only the
+ * pipelines that name `merge_request.update` itself.
+ */
+export function codeUnchanged(eventName: string, payload: unknown): boolean {
+  if (eventName !== "merge_request.update") return false;
+  const body = (payload ?? {}) as { object_kind?: unknown; object_attributes?: { oldrev?: unknown } };
+  return body.object_kind === "merge_request" && !body.object_attributes?.oldrev;
+}
+
+function matches(
+  matchers: EventMatcher[],
+  eventName: string,
+  repo: string,
+  command?: string,
+  exact = false,
+): boolean {
   return matchers.some(
     (matcher) =>
       // a command matcher answers its word only, never the comment event as such
       (matcher.command === undefined || matcher.command === command) &&
-      matcher.events.some((event) => event === eventName || eventName.startsWith(`${event}.`)) &&
+      matcher.events.some((event) => event === eventName || (!exact && eventName.startsWith(`${event}.`))) &&
       (matcher.repos.length === 0 || matcher.repos.includes(repo)),
   );
 }
@@ -28,6 +48,7 @@ function matches(matchers: EventMatcher[], eventName: string, repo: string, comm
  * - `webhook`: those whose `trigger.webhook` lists the route name;
  * - `codehost` / `tracker`: those whose matcher lists the event name (`pull_request.opened`) or its
  *   bare event (`pull_request` matches every action), narrowed to `repos` when a matcher names any;
+ *   an event that changed no code (codeUnchanged) only by its exact name;
  *   a `{ command }` matcher only when the event is that comment command;
  * - `manual`: the pipeline named by `source`, triggered or not;
  * - `schedule`: the pipeline of the schedule named by `source` (`<pipeline>`, `<pipeline>-2` …);
@@ -44,7 +65,15 @@ export function matchPipelines(
       return all.filter((p) => p.trigger?.webhook.includes(trigger.source));
     case "codehost":
       return all.filter(
-        (p) => p.trigger && matches(p.trigger.codehost, trigger.eventName, trigger.repo, trigger.command),
+        (p) =>
+          p.trigger &&
+          matches(
+            p.trigger.codehost,
+            trigger.eventName,
+            trigger.repo,
+            trigger.command,
+            trigger.codeUnchanged,
+          ),
       );
     case "tracker":
       return all.filter((p) => p.trigger && matches(p.trigger.tracker, trigger.eventName, trigger.repo));

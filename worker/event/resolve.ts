@@ -13,7 +13,14 @@ export interface ResolvedEvent {
   context: EventContext;
   /** the comment command that fired this run's pipeline (worker/event/command.ts, withCommand) */
   command?: { word: string; args: string };
+  /**
+   * The author's association as svc established it where the payload cannot say (GitLab: the
+   * members API, at dispatch); absent for GitHub, whose payloads state it.
+   */
+  author?: EstablishedAuthor;
 }
+
+export type EstablishedAuthor = "owner" | "member" | "none";
 
 function isEmptyObject(value: unknown): boolean {
   return value !== null && typeof value === "object" && Object.keys(value as object).length === 0;
@@ -30,6 +37,8 @@ export async function resolveEvent(
     payload: unknown;
     replay_of?: string | null;
     replayOf?: string | null;
+    author_association?: EstablishedAuthor | null;
+    authorAssociation?: EstablishedAuthor | null;
   },
 ): Promise<ResolvedEvent> {
   let kind = trigger.kind;
@@ -37,18 +46,25 @@ export async function resolveEvent(
   let eventName = trigger.event_name ?? trigger.eventName ?? "";
   let payload = trigger.payload;
   const replayOf = trigger.replay_of ?? trigger.replayOf;
+  let author = trigger.author_association ?? trigger.authorAssociation ?? undefined;
   if (kind === "replay" && replayOf) {
     const original = await getTrigger(db, replayOf);
     if (original) {
       kind = original.kind;
       source = original.source;
       eventName = original.eventName;
+      // a replay's author is the original event's, as dispatch established it
+      author = original.authorAssociation ?? undefined;
       if (payload === null || payload === undefined || isEmptyObject(payload)) payload = original.payload;
     }
   }
   // a replayed manual fire still names its agent or skill in the payload
-  const context = eventContext(trigger.kind === "replay" && kind !== "tracker" ? "replay" : kind, payload);
-  return { kind, source, eventName, payload, context };
+  const context = eventContext(
+    trigger.kind === "replay" && kind !== "tracker" ? "replay" : kind,
+    payload,
+    author,
+  );
+  return { kind, source, eventName, payload, context, ...(author ? { author } : {}) };
 }
 
 /** The agent and skill a pipeline runs with for this event: a fire request may name its own. */

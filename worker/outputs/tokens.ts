@@ -1,8 +1,9 @@
 import { join } from "node:path";
 import type pg from "pg";
 import { readSecrets } from "../../db/secrets.ts";
-import { rememberAppSlug } from "../../shared/codehost/app-slug.ts";
+import { rememberAppSlug, rememberGitlabUser } from "../../shared/codehost/app-slug.ts";
 import { AppAuthError, appTokens, type TokenOptions } from "../../shared/codehost/app-tokens.ts";
+import { gitlabClient } from "../../shared/codehost/gitlab.ts";
 import { codehostPrincipalId } from "../../shared/config/outputs.ts";
 import type { SecretSource } from "../../shared/config/secret-source.ts";
 import type { CodehostApp, CodehostCredential, ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
@@ -72,6 +73,7 @@ export async function identityToken(
  * `svc` until the next start, and the worker says why.
  */
 export async function learnAppSlug(pool: pg.Pool, config: ConfigSnapshot): Promise<string | undefined> {
+  if (config.codehost?.kind === "gitlab") return learnGitlabUser(pool, config);
   const app = config.codehost?.app;
   if (!app || config.codehost?.botName) return undefined;
   try {
@@ -85,6 +87,20 @@ export async function learnAppSlug(pool: pg.Pool, config: ConfigSnapshot): Promi
     return undefined;
   } catch (error) {
     return (error as Error).message;
+  }
+}
+
+/** learnAppSlug for GitLab: the username of the token's user (`GET /user`). */
+async function learnGitlabUser(pool: pg.Pool, config: ConfigSnapshot): Promise<string | undefined> {
+  const codehost = config.codehost!;
+  if (!codehost.token || codehost.botName) return undefined;
+  try {
+    const token = await secretValue(codehost.token, pool, config);
+    const user = await gitlabClient({ apiUrl: codehost.apiUrl, token }).Users.showCurrentUser();
+    rememberGitlabUser(codehost.apiUrl, user.username);
+    return undefined;
+  } catch (error) {
+    return `GitLab at ${codehost.apiUrl}: GET /user failed: ${(error as Error).message}`;
   }
 }
 

@@ -5,7 +5,7 @@ import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
 import { readCommand } from "../event/command.ts";
 import { gatePipelines } from "../event/gates.ts";
-import { matchPipelines } from "../event/match.ts";
+import { codeUnchanged, matchPipelines } from "../event/match.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import type { CommandReaction } from "../outputs/reactions.ts";
 
@@ -35,17 +35,22 @@ export async function admit(
   evalRun: boolean,
 ): Promise<Admission> {
   const command =
-    event.kind === "codehost" ? readCommand(event.eventName, event.payload, botName(config)) : null;
+    event.kind === "codehost"
+      ? readCommand(event.eventName, event.payload, botName(config), event.author)
+      : null;
   const identity = {
     kind: event.kind,
     source: event.source,
     eventName: event.eventName,
     repo: event.context.repo,
     evalRun,
+    codeUnchanged: codeUnchanged(event.eventName, event.payload),
   };
   if (command) {
     const react = (content: CommandReaction["content"]) =>
-      command.commentId === null ? null : { repo: command.repo, commentId: command.commentId, content };
+      command.commentId === null
+        ? null
+        : { repo: command.repo, number: command.number, commentId: command.commentId, content };
     const from = config.codehost?.commandsFrom ?? DEFAULT_COMMANDS_FROM;
     if (!from.includes(command.author))
       return stop(
@@ -103,7 +108,7 @@ export async function admit(
         null,
       );
   }
-  const { allowed, gated } = gatePipelines(pipelines, event.payload);
+  const { allowed, gated } = gatePipelines(pipelines, event.payload, event.author);
   const gatedList: Gated | null = gated.length
     ? { pipelines: gated.map((p) => p.name), gate: "author_not_allowed" }
     : null;

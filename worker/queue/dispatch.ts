@@ -28,6 +28,7 @@ import { type ResolvedEvent, resolveEvent } from "../event/resolve.ts";
 import type { CommandReaction } from "../outputs/reactions.ts";
 import { admit, type Gated } from "./admission.ts";
 import { noMatch, pipelinesFor, unknownReference } from "./dispatch-match.ts";
+import { withGitlabAuthor } from "./gitlab-author.ts";
 import { laneFor } from "./lanes.ts";
 import { type Instant, type Lease, laneLeaseOptions, NEVER, takeLeases } from "./run-leases.ts";
 
@@ -208,7 +209,12 @@ async function dispatchTrigger(
 ): Promise<DispatchOutcome> {
   if (!trigger) return { kind: "missing" };
   if (trigger.status !== "queued" || trigger.has_workloads) return { kind: "already" };
-  const event = resolved ?? (await resolveEvent(client, trigger));
+  const event = await withGitlabAuthor(
+    deps,
+    client,
+    trigger,
+    resolved ?? (await resolveEvent(client, trigger)),
+  );
   const admission = await admit(deps.config, client, event, trigger.eval_run_id !== null);
   const { gated, reaction } = admission;
   if (admission.kind === "stop") return { kind: "none", diagnostic: admission.diagnostic, gated, reaction };

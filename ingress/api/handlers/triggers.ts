@@ -78,7 +78,9 @@ export async function triggerStatsRoute(ctx: RouteContext): Promise<Reply> {
 }
 
 export async function getTriggerRoute(ctx: RouteContext): Promise<Reply> {
-  const trigger = await getTrigger(ctx.deps.pool, pathParam(ctx.req, "id"));
-  if (!trigger) throw notFound("trigger");
+  const found = await getTrigger(ctx.deps.pool, pathParam(ctx.req, "id"));
+  if (!found) throw notFound("trigger");
+  // the worker's own record of who wrote the event; the contract's trigger has no such field
+  const { authorAssociation: _author, ...trigger } = found;
   return ok({ trigger });
 }

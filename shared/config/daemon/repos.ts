@@ -125,7 +125,7 @@ function refusal(value: string): string | undefined {
 export function codehostWebBase(apiUrl: string): string {
   const url = new URL(apiUrl);
   if (url.hostname === "api.github.com") return "https://github.com";
-  const path = url.pathname.replace(/\/+$/, "").replace(/\/api(\/v3)?$/, "");
+  const path = url.pathname.replace(/\/+$/, "").replace(/\/api(\/v3|\/v4)?$/, "");
   return `${url.origin}${path}`;
 }
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitForTrigger } from "../../integration/worker/helpers.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { type RoleProcess, startIngress, startWorkerProcess, writeConfigDir } from "../worker/processes.ts";
+import { type FakeGitLab, startFakeGitLab } from "./fake-gitlab.ts";
 
 const ROOT = join(import.meta.dirname, "../../..");
 const FIXTURES = join(ROOT, "ingress/webhooks/gitlab/fixtures");
@@ -27,9 +28,16 @@ cat > /dev/null
 echo '{}'
 `;
 
-function files(): Record<string, string> {
+/** svc's GitLab: it tells dispatch who wrote each event (the members API) */
+const GITLAB_TOKEN = "glpat-e2eIntakeBot00000001";
+
+function files(apiUrl: string): Record<string, string> {
   return {
-    "daemon.yaml": `webhooks:
+    "daemon.yaml": `codehost:
+  kind: gitlab
+  api_url: ${apiUrl}
+  token: "\${GL_API_TOKEN}"
+webhooks:
   sources:
     gitlab: { verify: gitlab, secret: "\${GL_TOKEN}" }
     gitlab-signed: { verify: gitlab, secret: "\${GL_TOKEN}", signing_secret: "\${GL_SIGNING}" }
@@ -73,11 +81,30 @@ describe("GitLab deliveries to the real ingress and worker", () => {
   let ingress: RoleProcess;
   let worker: RoleProcess;
   let url: string;
+  let gitlab: FakeGitLab;
 
   beforeAll(async () => {
     database = await createTestDatabase(inject("adminDatabaseUrl"));
-    dir = await writeConfigDir(files(), ["bin/agent"]);
-    const env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: database.url, GL_TOKEN: TOKEN, GL_SIGNING: SIGNING };
+    // the documented merge request's project, its author (51) a developer there
+    gitlab = await startFakeGitLab({
+      tokens: { [GITLAB_TOKEN]: { id: 2, username: "svc-bot", bot: true, scopes: ["api"] } },
+      projects: [
+        {
+          id: 1,
+          path_with_namespace: "gitlabhq/gitlab-test",
+          members: { 2: 30, 51: 30 },
+          mergeRequests: [],
+        },
+      ],
+    });
+    dir = await writeConfigDir(files(gitlab.apiUrl), ["bin/agent"]);
+    const env = {
+      SVC_CONFIG_DIR: dir,
+      SVC_DATABASE_URL: database.url,
+      GL_TOKEN: TOKEN,
+      GL_SIGNING: SIGNING,
+      GL_API_TOKEN: GITLAB_TOKEN,
+    };
     const started = await startIngress(env);
     ingress = started.role;
     url = started.url;
@@ -90,6 +117,7 @@ describe("GitLab deliveries to the real ingress and worker", () => {
     await ingress?.stop();
     await pool?.end();
     await database?.drop();
+    await gitlab?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -283,6 +311,22 @@ describe("GitLab deliveries to the real ingress and worker", () => {
       BASE_SHA: "",
       BASE_REF: "",
     });
+  });
+
+  it("the same merge request by someone GitLab does not place at developer or above is a stranger's: the unsandboxed pipeline is gated", async () => {
+    const body = JSON.parse(await fixture("merge-request.json"));
+    body.object_attributes.author_id = 77;
+    const response = await deliver("gitlab", JSON.stringify(body), {
+      "x-gitlab-token": TOKEN,
+      "x-gitlab-event": "Merge Request Hook",
+      "idempotency-key": randomUUID(),
+    });
+    const { trigger: id } = (await response.json()) as { trigger: string };
+    expect(await waitForTrigger(pool, id)).toMatchObject({
+      status: "completed",
+      diagnostic: { code: "author_not_allowed" },
+    });
+    expect((await lineage(pool, id)).workloads).toEqual([]);
   });
 
   it("a note or a push fires no merge_request.open pipeline", async () => {

@@ -124,7 +124,7 @@ describe("readCommand", () => {
     expect(readCommand("issue_comment.edited", comment("@svc review"), "svc")).toBeNull();
   });
 
-  it("reads a GitLab merge request note, its access level mapped onto an association", () => {
+  it("reads a GitLab merge request note as written by the author dispatch established, never by the payload's word", () => {
     const note = (level: number | undefined) => ({
       object_kind: "note",
       project: { path_with_namespace: "group/app" },
@@ -132,15 +132,15 @@ describe("readCommand", () => {
       merge_request: { iid: 3 },
       user: { username: "dev", ...(level === undefined ? {} : { access_level: level }) },
     });
-    expect(readCommand("note", note(30), "svc")).toMatchObject({
+    expect(readCommand("note", note(undefined), "svc", "member")).toMatchObject({
       word: "review",
       args: "quick",
       author: "member",
       number: 3,
     });
-    expect(readCommand("note", note(50), "svc")?.author).toBe("owner");
-    expect(readCommand("note", note(20), "svc")?.author).toBe("collaborator");
-    expect(readCommand("note", note(10), "svc")?.author).toBe("contributor");
-    expect(readCommand("note", note(undefined), "svc")?.author).toBe("none");
+    expect(readCommand("note", note(undefined), "svc", "owner")?.author).toBe("owner");
+    // a relay (or a forged delivery) writing an access level into the payload gains nothing
+    expect(readCommand("note", note(50), "svc")?.author).toBe("none");
+    expect(readCommand("note", note(50), "svc", "none")?.author).toBe("none");
   });
 });

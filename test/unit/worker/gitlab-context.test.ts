@@ -10,7 +10,7 @@ const fixture = (name: string): Record<string, unknown> =>
 
 describe("the event model of GitLab's documented payloads", () => {
   it("a merge request: the project, its last commit, its source branch and iid", () => {
-    expect(eventContext("codehost", fixture("merge-request.json"))).toEqual({
+    expect(eventContext("codehost", fixture("merge-request.json"), "member")).toEqual({
       repo: "gitlabhq/gitlab-test",
       sha: "da1560886d4f094c3e6c9ef40349f7d38b5d27d7",
       branch: "ms-viewport",
@@ -22,7 +22,7 @@ describe("the event model of GitLab's documented payloads", () => {
   });
 
   it("a note on a merge request: the merge request's number and last commit", () => {
-    expect(eventContext("codehost", fixture("note-merge-request.json"))).toEqual({
+    expect(eventContext("codehost", fixture("note-merge-request.json"), "member")).toEqual({
       repo: "gitlab-org/gitlab-test",
       sha: "562e173be03b8ff2efb05345d12df18815438a4b",
       branch: "master",
@@ -34,7 +34,7 @@ describe("the event model of GitLab's documented payloads", () => {
   });
 
   it("a push: its checkout_sha and the branch of its ref", () => {
-    expect(eventContext("codehost", fixture("push.json"))).toEqual({
+    expect(eventContext("codehost", fixture("push.json"), "member")).toEqual({
       repo: "mike/diaspora",
       sha: "da1560886d4f094c3e6c9ef40349f7d38b5d27d7",
       branch: "master",
@@ -44,13 +44,25 @@ describe("the event model of GitLab's documented payloads", () => {
   });
 
   it("a tag push: its commit, and no branch", () => {
-    expect(eventContext("codehost", fixture("tag-push.json"))).toEqual({
+    expect(eventContext("codehost", fixture("tag-push.json"), "member")).toEqual({
       repo: "jsmith/example",
       sha: "82b3d5ae55f7080f1e6022629cdb57bfae7cccc7",
       branch: "",
       outsider: false,
       gitlab: true,
     });
+  });
+});
+
+describe("a GitLab event's author", () => {
+  it("is an outsider unless dispatch established a developer or above: a payload states no access", () => {
+    const request = fixture("merge-request.json");
+    expect(eventContext("codehost", request, "owner").outsider).toBe(false);
+    expect(eventContext("codehost", request, "member").outsider).toBe(false);
+    expect(eventContext("codehost", request, "none").outsider).toBe(true);
+    // GitLab could not be asked: unknown is a stranger
+    expect(eventContext("codehost", request).outsider).toBe(true);
+    expect(eventContext("codehost", { ...request, user: { access_level: 50 } }).outsider).toBe(true);
   });
 });
 
@@ -105,7 +117,7 @@ describe("GitLab event model details", () => {
       eventContext("codehost", { repository: { full_name: "acme/app" }, pull_request: { number: 3 } }).gitlab,
     ).toBeUndefined();
     expect(
-      eventContext("codehost", { object_kind: "issue", project: { path_with_namespace: "a/b" } }),
+      eventContext("codehost", { object_kind: "issue", project: { path_with_namespace: "a/b" } }, "owner"),
     ).toEqual({
       repo: "a/b",
       sha: "",
@@ -128,12 +140,11 @@ describe("a GitLab note as a comment command", () => {
   const note = fixture("note-merge-request.json");
   const commanding = (action: string) => ({
     ...note,
-    user: { ...(note.user as object), access_level: 40 },
     object_attributes: { ...(note.object_attributes as object), note: "@svc review now", action },
   });
 
   it("a created note is a command", () => {
-    expect(readCommand("note", commanding("create"), "svc")).toMatchObject({
+    expect(readCommand("note", commanding("create"), "svc", "member")).toMatchObject({
       word: "review",
       args: "now",
       author: "member",
@@ -144,6 +155,6 @@ describe("a GitLab note as a comment command", () => {
   });
 
   it("an edited note is not a command again", () => {
-    expect(readCommand("note", commanding("update"), "svc")).toBeNull();
+    expect(readCommand("note", commanding("update"), "svc", "member")).toBeNull();
   });
 });
