@@ -3,13 +3,17 @@ import type { Queryable } from "./queryable.ts";
 
 /**
  * What svc did for a repository and its pull requests, read from the triggers' payloads the way
- * worker/event/context.ts reads them: `repository.full_name` (code-host events), else a top-level or
- * `args` `repo` (bearer webhooks and fires). Pull requests are `pull_request.number`, or
- * `issue.number` of a comment on a pull request.
+ * worker/event/context.ts reads them: `repository.full_name` (GitHub), `project.path_with_namespace`
+ * (GitLab), else a top-level or `args` `repo` (bearer webhooks and fires). Pull requests are
+ * `pull_request.number`, `issue.number` of a comment on a pull request, or a GitLab merge
+ * request's `iid` (its own event's `object_attributes`, a note's `merge_request`).
  */
-const REPO = `coalesce(t.payload #>> '{repository,full_name}', t.payload ->> 'repo', t.payload #>> '{args,repo}')`;
+const REPO = `coalesce(t.payload #>> '{repository,full_name}', t.payload #>> '{project,path_with_namespace}',
+  t.payload ->> 'repo', t.payload #>> '{args,repo}')`;
 const PULL = `coalesce(t.payload #>> '{pull_request,number}',
-  CASE WHEN t.payload #> '{issue,pull_request}' IS NOT NULL THEN t.payload #>> '{issue,number}' END)`;
+  CASE WHEN t.payload #> '{issue,pull_request}' IS NOT NULL THEN t.payload #>> '{issue,number}' END,
+  CASE WHEN t.payload ->> 'object_kind' = 'merge_request' THEN t.payload #>> '{object_attributes,iid}' END,
+  t.payload #>> '{merge_request,iid}')`;
 
 export interface LastRun {
   repo: string;

@@ -33,6 +33,8 @@ export interface GitHostOptions {
   authorize?(token: string, repo: string): boolean | "unknown";
   /** response bytes per second; unlimited when absent (a test may change it between requests) */
   bytesPerSecond?: number;
+  /** the Basic user name a token comes with: GitHub's x-access-token (default), GitLab's oauth2 */
+  user?: string;
 }
 
 export interface GitHost {
@@ -76,13 +78,14 @@ export function gitHost(given: GitHostOptions = {}): GitHost {
     res.end(body);
   };
 
-  /** The token of a Basic credential whose user is x-access-token; "" for another user; undefined for none. */
+  const user = given.user ?? "x-access-token";
+  /** The token of a Basic credential whose user is the host's (`user`); "" for another user; undefined for none. */
   const tokenOf = (req: IncomingMessage): string | undefined => {
     const basic = /^basic (.+)$/i.exec(req.headers.authorization ?? "")?.[1];
     if (!basic) return undefined;
     const decoded = Buffer.from(basic, "base64").toString("utf8");
     const colon = decoded.indexOf(":");
-    if (colon < 0 || decoded.slice(0, colon) !== "x-access-token") return "";
+    if (colon < 0 || decoded.slice(0, colon) !== user) return "";
     return decoded.slice(colon + 1);
   };
 
@@ -202,7 +205,7 @@ export function gitHost(given: GitHostOptions = {}): GitHost {
           : {}),
         ...(req.headers["git-protocol"] ? { GIT_PROTOCOL: String(req.headers["git-protocol"]) } : {}),
         REMOTE_ADDR: req.socket.remoteAddress ?? "127.0.0.1",
-        ...(record.token ? { REMOTE_USER: "x-access-token" } : {}),
+        ...(record.token ? { REMOTE_USER: user } : {}),
       },
       stdio: ["pipe", "pipe", "pipe"],
       // its own process group: the upload-pack and pack-objects it starts die with it

@@ -69,11 +69,15 @@ export async function checkoutAuth(
   if (!identity) return anonymous;
   if (identity.credential.token) {
     const token = await secretValue(identity.credential.token, deps.pool, deps.config);
+    // GitLab takes an access token as the password of any user name; `oauth2` is the one its docs use
+    const gitlab = deps.config.codehost?.kind === "gitlab";
     return {
       url: cloneUrl,
-      env: gitAuthEnv(base, "x-access-token", token),
+      env: gitAuthEnv(base, gitlab ? "oauth2" : "x-access-token", token),
       identity: identity.name,
-      needs: `read access to ${repo} (a fine-grained token with "Contents: read" on it, or a classic token with the repo scope)`,
+      needs: gitlab
+        ? `read access to ${repo} (a project, group or personal access token with the read_repository or api scope, its user at least a reporter of the project)`
+        : `read access to ${repo} (a fine-grained token with "Contents: read" on it, or a classic token with the repo scope)`,
       secret: token,
     };
   }

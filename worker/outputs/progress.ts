@@ -81,8 +81,9 @@ export async function noteRunEnd(
   if (!status || !["completed", "failed", "cancelled"].includes(status)) return;
   for (const row of left.rows) {
     try {
-      const [owner = "", repo = ""] = row.repo.split("/");
-      const ref = { owner, repo, number: row.number };
+      // at the last slash: a GitLab project in a subgroup is `group/sub/project`
+      const slash = row.repo.lastIndexOf("/");
+      const ref = { owner: row.repo.slice(0, slash), repo: row.repo.slice(slash + 1), number: row.number };
       const stamp: Stamp = {
         pipeline: pipeline.name,
         version: pipeline.version,

@@ -1,3 +1,4 @@
+import { gitlabClient, gitlabHost } from "../../shared/codehost/gitlab.ts";
 import type { OutputBinding, Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
 import type {
@@ -12,6 +13,8 @@ import { PublishError, type PublishFailure } from "./attempt.ts";
 import { ChatPublisher } from "./chat.ts";
 import { CodehostPublisher, codehostClient, type PullRef } from "./codehost.ts";
 import { type DeliveryOutcome, type DeliveryWork, deliver } from "./delivery.ts";
+import { GitlabPublisher } from "./gitlab-publisher.ts";
+import { gitlabReviewWork } from "./gitlab-review.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import { footerLine, renderMentions, type Stamp, stampBody } from "./render.ts";
 import { reviewWork, type Work } from "./review.ts";
@@ -137,6 +140,18 @@ async function publishOne(
     }
     case "codehost.review": {
       const ref = pullRef(input.event);
+      if (codehost instanceof GitlabPublisher) {
+        const works = await gitlabReviewWork(
+          deps,
+          codehost,
+          { event: input.event, ref, stamp, key, binding },
+          value as ReviewResult,
+        );
+        // in order: the findings, the approval, then the summary that names what GitLab refused
+        const outcomes: DeliveryOutcome[] = [];
+        for (const work of works) outcomes.push(await run(work));
+        return outcomes;
+      }
       const work = await reviewWork(
         deps,
         codehost,
@@ -169,12 +184,15 @@ async function publishOne(
   }
 }
 
-/** The publisher acting on `repo` (an App identity's token belongs to that repository's installation). */
+/**
+ * The publisher acting on `repo`: GitHub's (an App identity's token belongs to that repository's
+ * installation), or GitLab's with `codehost.kind: gitlab`.
+ */
 export async function codehostPublisher(
   deps: PublishDeps,
   pipeline: Pipeline,
   repo: string,
-): Promise<CodehostPublisher> {
+): Promise<CodehostPublisher | GitlabPublisher> {
   const identity = codehostIdentity(deps.config, pipeline);
   if (!identity || !deps.config.codehost) {
     throw new PublishError({
@@ -185,6 +203,9 @@ export async function codehostPublisher(
     });
   }
   const token = await identityToken(identity.credential, repo, deps.pool, deps.config);
+  const { apiUrl } = deps.config.codehost;
+  if (deps.config.codehost.kind === "gitlab")
+    return new GitlabPublisher(gitlabClient({ apiUrl, token }), token, gitlabHost(apiUrl));
   return new CodehostPublisher(
     codehostClient({ apiUrl: deps.config.codehost.apiUrl, token, logger: deps.logger }),
     token,
@@ -197,9 +218,14 @@ export function pullRef(event: ResolvedEvent, repo?: string, number?: number): P
   const fromEvent = [payload.pull_request, payload.issue]
     .map((entry) => (entry && typeof entry === "object" ? (entry as { number?: unknown }).number : undefined))
     .find((entry) => typeof entry === "number");
-  const target = number ?? (typeof fromEvent === "number" ? fromEvent : undefined);
+  // a GitLab merge request's iid, read by the event model (its payloads have no pull_request)
+  const stated = event.context.gitlab && event.context.pull ? event.context.number : fromEvent;
+  const target = number ?? (typeof stated === "number" ? stated : undefined);
   const fullName = repo ?? event.context.repo;
-  const [owner, name] = fullName.split("/");
+  // at the last slash: a GitLab project in a subgroup is `group/sub/project`
+  const slash = fullName.lastIndexOf("/");
+  const owner = slash > 0 ? fullName.slice(0, slash) : "";
+  const name = fullName.slice(slash + 1);
   if (!owner || !name || target === undefined) {
     throw new PublishError({
       kind: "final",
@@ -211,7 +237,7 @@ export function pullRef(event: ResolvedEvent, repo?: string, number?: number): P
 }
 
 function replyWork(
-  codehost: CodehostPublisher,
+  codehost: CodehostPublisher | GitlabPublisher,
   event: ResolvedEvent,
   stamp: Stamp,
   key: string,

@@ -1,12 +1,40 @@
 import type pg from "pg";
+import { gitlabClient, gitlabHost } from "../../shared/codehost/gitlab.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { codehostClient } from "./codehost.ts";
+import { GitlabPublisher } from "./gitlab-publisher.ts";
 import { installationToken, secretValue } from "./tokens.ts";
+
+/** GitLab's award emoji names for svc's two reactions. */
+const EMOJI: Record<CommandReaction["content"], string> = { eyes: "eyes", "-1": "thumbsdown" };
+
+async function gitlabAward(
+  deps: { pool: pg.Pool; config: Readonly<ConfigSnapshot> },
+  reaction: CommandReaction,
+): Promise<void> {
+  const codehost = deps.config.codehost!;
+  if (!codehost.token || reaction.number === undefined) return;
+  const token = await secretValue(codehost.token, deps.pool, deps.config);
+  const gitlab = new GitlabPublisher(
+    gitlabClient({ apiUrl: codehost.apiUrl, token }),
+    token,
+    gitlabHost(codehost.apiUrl),
+  );
+  const slash = reaction.repo.lastIndexOf("/");
+  const ref = {
+    owner: reaction.repo.slice(0, slash),
+    repo: reaction.repo.slice(slash + 1),
+    number: reaction.number,
+  };
+  await gitlab.award(ref, reaction.commentId, EMOJI[reaction.content]);
+}
 
 /** svc's answer to a comment command: 👀 taken, 👎 refused. */
 export interface CommandReaction {
   repo: string;
+  /** the pull (merge) request the comment is on: GitLab addresses a note through it */
+  number?: number;
   commentId: number;
   content: "eyes" | "-1";
 }
@@ -25,6 +53,10 @@ export async function postReaction(
   const [owner, repo] = reaction.repo.split("/");
   if (!owner || !repo) return;
   try {
+    if (codehost.kind === "gitlab") {
+      await gitlabAward(deps, reaction);
+      return;
+    }
     // the App's installation token of the commented repository, or the default token
     const token = codehost.app
       ? (await installationToken(codehost.app, reaction.repo, deps.pool, deps.config)).token

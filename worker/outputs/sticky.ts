@@ -8,7 +8,7 @@ import {
 } from "../../db/sticky-comments.ts";
 import type { Diagnostic } from "../../shared/diagnostics.ts";
 import { PublishError } from "./attempt.ts";
-import type { CodehostPublisher, PullRef } from "./codehost.ts";
+import type { PullRef } from "./codehost.ts";
 import type { Remote } from "./delivery.ts";
 import { type Stamp, stampBody } from "./render.ts";
 
@@ -25,6 +25,13 @@ export interface StickyWrite {
   invocation: string;
   /** the commit the run is about; named in the progress and end lines */
   sha: string | null;
+}
+
+/** What a sticky comment needs of a code host: GitHub's issue comments, GitLab's merge request notes. */
+export interface CommentHost {
+  postComment(ref: PullRef, body: string): Promise<Remote>;
+  updateComment(ref: PullRef, id: string, body: string): Promise<Remote>;
+  findComment(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined>;
 }
 
 export function stickyMarker(pipeline: string, key: string): string {
@@ -52,7 +59,7 @@ export function stickyKey(write: Pick<StickyWrite, "pipeline" | "ref" | "key">):
  */
 export async function writeSticky(
   pool: pg.Pool,
-  codehost: CodehostPublisher,
+  codehost: CommentHost,
   write: StickyWrite,
   body: string,
   state: StickyState,

@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { lineage, waitFor, waitForTrigger } from "../../integration/worker/helpers.ts";
+import { agentRunning } from "../outputs/sticky-bed.ts";
+import {
+  BASE,
+  BOT,
+  DEVELOPER,
+  DIFF_V2,
+  type GitlabBed,
+  mergeRequestPayload,
+  notePayload,
+  PEOPLE_TOKENS,
+  PROJECT,
+  project,
+  SECRETS,
+  SHA1,
+  SHA2,
+  STRANGER,
+  startGitlabBed,
+} from "./gitlab-bed.ts";
+
+/**
+ * Merge requests end to end: GitLab's documented payloads through the real ingress and worker,
+ * outputs published to the loopback GitLab REST v4 (fake-gitlab.ts) as `codehost.kind: gitlab`.
+ */
+const RESULT = `result:
+  schema:
+    type: object
+    properties:
+      review: { $ref: svc://schemas/codehost/review/v1 }
+    required: [review]
+`;
+
+const REVIEW = `trigger:
+  codehost: [merge_request.open]
+targets: [review-agent]
+instructions: Review the merge request.
+${RESULT}outputs:
+  review: { handler: codehost.review, resolve_outdated: true }
+`;
+
+const STICKY = `trigger:
+  codehost:
+    - events: [merge_request.reopen, merge_request.update]
+targets: [sticky-agent]
+concurrency: { group: pull_request, cancel_in_progress: true }
+instructions: Review the merge request.
+${RESULT}outputs:
+  review: { handler: codehost.review, sticky: true, progress: true }
+`;
+
+const COMMAND = `trigger:
+  codehost:
+    - command: review
+targets: [command-agent]
+instructions: Review on request.
+result:
+  schema:
+    type: object
+    properties:
+      summary: { $ref: svc://schemas/codehost/comment/v1 }
+outputs:
+  summary: { handler: codehost.comment }
+`;
+
+describe("GitLab merge requests: reviews, sticky notes, commands", () => {
+  let bed: GitlabBed;
+  const notes = () => bed.gitlab.notes(PROJECT, 5);
+  const byBot = () => notes().filter((note) => note.author.id === BOT.id);
+
+  beforeAll(async () => {
+    bed = await startGitlabBed({
+      agents: ["review-agent", "sticky-agent", "command-agent"],
+      pipelines: { "mr-review": REVIEW, "mr-sticky": STICKY, "mr-command": COMMAND },
+      // anyone may write a note on a public project's merge request; only members' are commands
+      projects: [project({ visibility: "public" })],
+    });
+  });
+
+  afterAll(async () => {
+    await bed?.close();
+  });
+
+  it("a review lands as one positioned discussion per inline finding plus one summary note; an off-diff finding folds into it", async () => {
+    const id = await bed.deliver(mergeRequestPayload({ sha: SHA1 }), "Merge Request Hook");
+    await agentRunning(bed.pool, id);
+    await bed.release("review-agent", {
+      review: {
+        event: "COMMENT",
+        body: "Two findings.",
+        comments: [
+          { path: "src/app.js", line: 2, body: "`nm` says less than `name` did." },
+          // a context line: GitLab positions it by its old and new numbers
+          { path: "src/app.js", line: 20, body: "`a` is never reassigned." },
+          { path: "src/app.js", line: 60, body: "This line is not in the diff." },
+        ],
+      },
+    });
+    const trigger = await waitForTrigger(bed.pool, id);
+    expect(trigger).toMatchObject({ status: "completed", diagnostic: null });
+    const positioned = bed.gitlab
+      .discussions(PROJECT, 5)
+      .filter((discussion) => discussion.notes[0]?.position);
+    expect(positioned.map((d) => d.notes[0]!.position)).toMatchObject([
+      { base_sha: BASE, start_sha: BASE, head_sha: SHA1, new_path: "src/app.js", new_line: 2 },
+      { new_path: "src/app.js", new_line: 20, old_line: 20 },
+    ]);
+    for (const discussion of positioned) {
+      expect(discussion.notes[0]!.author.id).toBe(BOT.id);
+      expect(discussion.notes[0]!.body).toMatch(/<!-- svc:finding:[0-9a-f]{16} -->/);
+    }
+    const summaries = byBot().filter((note) => !note.position);
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]!.body).toContain("Two findings.");
+    expect(summaries[0]!.body).toContain("src/app.js:60 — This line is not in the diff.");
+    expect(summaries[0]!.body).toMatch(/<sub>mr-review 2\.0\.0 · trg_/);
+    for (const request of bed.gitlab.requests) expect(request.token).toBe(SECRETS[1]);
+  });
+
+  it("a second push edits the sticky note (no second note) and cancels the superseded run", async () => {
+    const first = await bed.deliver(
+      mergeRequestPayload({ sha: SHA1, action: "reopen" }),
+      "Merge Request Hook",
+    );
+    await agentRunning(bed.pool, first);
+    const sticky = () => byBot().filter((note) => note.body.includes("<!-- svc:sticky:mr-sticky:review -->"));
+    expect(sticky()).toHaveLength(1);
+    expect(sticky()[0]!.body).toContain(`⏳ **mr-sticky** is running on commit ${SHA1}`);
+    const noteId = sticky()[0]!.id;
+
+    bed.gitlab.push(PROJECT, 5, {
+      head_sha: SHA2,
+      diffs: [{ old_path: "src/app.js", new_path: "src/app.js", diff: DIFF_V2 }],
+    });
+    const second = await bed.deliver(
+      mergeRequestPayload({ sha: SHA2, action: "update", oldrev: SHA1 }),
+      "Merge Request Hook",
+    );
+    const cancelled = await waitForTrigger(bed.pool, first);
+    const { invocations } = await lineage(bed.pool, first);
+    expect(invocations[0]).toMatchObject({ status: "cancelled" });
+    expect(cancelled.status).not.toBe("running");
+    await agentRunning(bed.pool, second);
+    await bed.release("sticky-agent", { review: { event: "COMMENT", body: "Reviewed the new head." } });
+    expect((await waitForTrigger(bed.pool, second)).status).toBe("completed");
+    await waitFor(
+      async () => sticky()[0]?.body.includes("Reviewed the new head.") === true,
+      "the sticky result",
+    );
+    expect(sticky()).toHaveLength(1);
+    expect(sticky()[0]!.id).toBe(noteId);
+    // the progress note, then the result: one POST, every later write a PUT of the same note
+    const posts = bed.gitlab.requests.filter(
+      (r) =>
+        r.method === "POST" &&
+        /merge_requests\/5\/notes$/.test(r.path) &&
+        JSON.stringify(r.body).includes("svc:sticky:mr-sticky:review"),
+    );
+    expect(posts).toHaveLength(1);
+    expect(bed.gitlab.requests.some((r) => r.method === "PUT" && r.path.endsWith(`/notes/${noteId}`))).toBe(
+      true,
+    );
+  });
+
+  it("a title edit (merge_request.update without oldrev) fires no pipeline that reviews code on merge_request", async () => {
+    const id = await bed.deliver(mergeRequestPayload({ sha: SHA2, action: "update" }), "Merge Request Hook");
+    // mr-sticky names merge_request.update itself, so it still answers
+    await agentRunning(bed.pool, id);
+    const { workloads } = await lineage(bed.pool, id);
+    expect(workloads.map((w) => w.pipeline)).toEqual(["mr-sticky"]);
+    await bed.release("sticky-agent", { review: { event: "COMMENT", body: "Nothing new." } });
+    await waitForTrigger(bed.pool, id);
+  });
+
+  it("`@svc-bot review` by a developer fires and is answered with 👀; by a non-member it is refused with 👎", async () => {
+    const text = "@svc-bot review please";
+    const asDeveloper = await bed.write(PEOPLE_TOKENS.dev, text);
+    const taken = await bed.deliver(notePayload(text, DEVELOPER, asDeveloper), "Note Hook");
+    await agentRunning(bed.pool, taken);
+    await bed.release("command-agent", { summary: { body: "Reviewed on request." } });
+    expect(await waitForTrigger(bed.pool, taken)).toMatchObject({ status: "completed" });
+    const { workloads } = await lineage(bed.pool, taken);
+    expect(workloads.map((w) => w.pipeline)).toEqual(["mr-command"]);
+    expect(byBot().some((note) => note.body.startsWith("Reviewed on request."))).toBe(true);
+
+    const asStranger = await bed.write(PEOPLE_TOKENS.stranger, text);
+    const refused = await bed.deliver(notePayload(text, STRANGER, asStranger), "Note Hook");
+    expect(await waitForTrigger(bed.pool, refused)).toMatchObject({
+      status: "completed",
+      diagnostic: { code: "command_not_allowed" },
+    });
+    expect((await lineage(bed.pool, refused)).workloads).toEqual([]);
+    await waitFor(async () => bed.gitlab.awards(PROJECT, 5).length >= 2, "the two award emoji");
+    expect(bed.gitlab.awards(PROJECT, 5)).toEqual([
+      { note_id: asDeveloper, name: "eyes", user: BOT.username },
+      { note_id: asStranger, name: "thumbsdown", user: BOT.username },
+    ]);
+    // who wrote each event was asked of GitLab's members API
+    const asked = bed.gitlab.requests.filter((r) => r.path.includes("/members/all/")).map((r) => r.path);
+    expect(asked.some((path) => path.endsWith(`/members/all/${DEVELOPER.id}`))).toBe(true);
+    expect(asked.some((path) => path.endsWith(`/members/all/${STRANGER.id}`))).toBe(true);
+  });
+});
