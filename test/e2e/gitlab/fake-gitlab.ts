@@ -54,6 +54,12 @@ export interface FakeGitLab {
   /** the next `method` request to a path ending like this answers 502 without doing anything */
   failOnce(method: string, pathSuffix: string): void;
   /**
+   * the next `method` request to a path ending like this is refused with GitLab's 400 for a diff
+   * note's position, doing nothing: what GitLab answers for a line it does not show (a collapsed
+   * or too large diff) though the patch svc read holds it
+   */
+  refusePositionOnce(method: string, pathSuffix: string): void;
+  /**
    * the next `method` request to a path ending like this is applied, then answered 502; a request
    * GitLab refuses (4xx) does not use it up
    */
@@ -78,6 +84,7 @@ export async function startFakeGitLab(options: {
   let origin = "";
   const requests: GitLabRequest[] = [];
   const failing: { method: string; suffix: string }[] = [];
+  const refusing: { method: string; suffix: string }[] = [];
   const losing: { method: string; suffix: string }[] = [];
   const users = new Map<number, FakeGitLabUser>();
   for (const spec of Object.values(options.tokens)) {
@@ -180,6 +187,8 @@ export async function startFakeGitLab(options: {
     requests.push({ method, path: url.pathname, token, body: read.body });
     // a proxy in front failed: nothing reached GitLab
     if (take(failing, method, url.pathname)) return write(res, BAD_GATEWAY);
+    if (take(refusing, method, url.pathname))
+      return write(res, errors.badNote("line_code", ["can't be blank", "must be a valid line code"]));
     if (!url.pathname.startsWith(`${API}/`)) return write(res, errors.noRoute());
     const segments = url.pathname.slice(API.length + 1).split("/");
     if (!known(method, segments)) return write(res, errors.noRoute());
@@ -221,6 +230,7 @@ export async function startFakeGitLab(options: {
     awards: mrs.awards,
     push: mrs.push,
     failOnce: (method, suffix) => failing.push({ method, suffix }),
+    refusePositionOnce: (method, suffix) => refusing.push({ method, suffix }),
     loseAnswerOnce: (method, suffix) => losing.push({ method, suffix }),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };

@@ -49,6 +49,20 @@ ${RESULT}outputs:
   review: { handler: codehost.review, sticky: true, progress: true }
 `;
 
+const REPLY = `trigger:
+  codehost: [merge_request.merge]
+targets: [reply-agent]
+instructions: Answer the discussion.
+result:
+  schema:
+    type: object
+    properties:
+      reply: { $ref: svc://schemas/codehost/review-comment-reply/v1 }
+    required: [reply]
+outputs:
+  reply: { handler: codehost.review-comment-reply }
+`;
+
 const COMMAND = `trigger:
   codehost:
     - command: review
@@ -70,8 +84,8 @@ describe("GitLab merge requests: reviews, sticky notes, commands", () => {
 
   beforeAll(async () => {
     bed = await startGitlabBed({
-      agents: ["review-agent", "sticky-agent", "command-agent"],
-      pipelines: { "mr-review": REVIEW, "mr-sticky": STICKY, "mr-command": COMMAND },
+      agents: ["review-agent", "sticky-agent", "command-agent", "reply-agent"],
+      pipelines: { "mr-review": REVIEW, "mr-sticky": STICKY, "mr-command": COMMAND, "mr-reply": REPLY },
       // anyone may write a note on a public project's merge request; only members' are commands
       projects: [project({ visibility: "public" })],
     });
@@ -160,6 +174,54 @@ describe("GitLab merge requests: reviews, sticky notes, commands", () => {
     expect(bed.gitlab.requests.some((r) => r.method === "PUT" && r.path.endsWith(`/notes/${noteId}`))).toBe(
       true,
     );
+  });
+
+  it("after a push: a finding still standing is not posted again, svc's discussion whose line changed is resolved, a position GitLab refuses moves to the summary, APPROVE approves", async () => {
+    // the sticky test pushed DIFF_V2: line 2 changed, line 20 did not
+    const positioned = () =>
+      bed.gitlab.discussions(PROJECT, 5).filter((discussion) => discussion.notes[0]?.position);
+    const before = positioned();
+    expect(before).toHaveLength(2);
+    bed.gitlab.refusePositionOnce("POST", "/merge_requests/5/discussions");
+    const id = await bed.deliver(mergeRequestPayload({ sha: SHA2 }), "Merge Request Hook");
+    await agentRunning(bed.pool, id);
+    await bed.release("review-agent", {
+      review: {
+        event: "APPROVE",
+        body: "Fine once this is addressed.",
+        comments: [
+          { path: "src/app.js", line: 20, body: "`a` is never reassigned." },
+          { path: "src/app.js", line: 2, body: "`count` of what?" },
+        ],
+      },
+    });
+    expect(await waitForTrigger(bed.pool, id)).toMatchObject({ status: "completed", diagnostic: null });
+    const after = positioned();
+    // nothing new was positioned: the standing one was left out, the new one refused by GitLab
+    expect(after).toHaveLength(2);
+    const line = (n: number) => after.find((d) => d.notes[0]!.position?.new_line === n)!;
+    expect(line(2).notes[0]!.resolved).toBe(true);
+    expect(line(20).notes[0]!.resolved).toBe(false);
+    const summary = byBot().filter((note) => !note.position && note.body.startsWith("Fine once"));
+    expect(summary).toHaveLength(1);
+    expect(summary[0]!.body).toContain("src/app.js:2 — `count` of what?");
+    expect(summary[0]!.body).toContain("1 finding already reported");
+    expect(bed.gitlab.approvals(PROJECT, 5)).toEqual([BOT.username]);
+  });
+
+  it("a reply lands in the discussion holding the note it answers, once", async () => {
+    const discussion = bed.gitlab
+      .discussions(PROJECT, 5)
+      .find((d) => d.notes[0]?.position?.new_line === 20 && !d.notes[0]?.resolved)!;
+    const answered = discussion.notes[0]!.id;
+    const id = await bed.deliver(mergeRequestPayload({ sha: SHA2, action: "merge" }), "Merge Request Hook");
+    await agentRunning(bed.pool, id);
+    await bed.release("reply-agent", { reply: { in_reply_to: answered, body: "Fixed in the next commit." } });
+    expect(await waitForTrigger(bed.pool, id)).toMatchObject({ status: "completed", diagnostic: null });
+    const thread = bed.gitlab.discussions(PROJECT, 5).find((d) => d.id === discussion.id)!;
+    expect(thread.notes).toHaveLength(2);
+    expect(thread.notes[1]!.author.id).toBe(BOT.id);
+    expect(thread.notes[1]!.body).toMatch(/^Fixed in the next commit\.\n\n---\n<sub>mr-reply 2\.0\.0/);
   });
 
   it("a title edit (merge_request.update without oldrev) fires no pipeline that reviews code on merge_request", async () => {
