@@ -133,6 +133,11 @@ function stop(d: Diagnostic, reaction: CommandReaction | null): Admission {
 }
 
 function pullOf(event: ResolvedEvent): { repo: string; number: number } | null {
+  // a GitLab merge request's iid, as the event model read it (its payloads have no pull_request)
+  if (event.context.gitlab)
+    return event.context.pull && event.context.number !== undefined && event.context.repo
+      ? { repo: event.context.repo, number: event.context.number }
+      : null;
   const body = event.payload as Record<string, unknown> | null;
   const pull = body?.pull_request as Record<string, unknown> | undefined;
   const issue = body?.issue as Record<string, unknown> | undefined;

@@ -257,9 +257,34 @@ describe("GitLab merge requests: reviews, sticky notes, commands", () => {
       { note_id: asDeveloper, name: "eyes", user: BOT.username },
       { note_id: asStranger, name: "thumbsdown", user: BOT.username },
     ]);
-    // who wrote each event was asked of GitLab's members API
+    // who wrote each event was asked of GitLab's members API (once a minute per user)
     const asked = bed.gitlab.requests.filter((r) => r.path.includes("/members/all/")).map((r) => r.path);
     expect(asked.some((path) => path.endsWith(`/members/all/${DEVELOPER.id}`))).toBe(true);
     expect(asked.some((path) => path.endsWith(`/members/all/${STRANGER.id}`))).toBe(true);
+  });
+
+  it("`@svc-bot pause` by a developer stops the merge request's automatic runs until `@svc-bot resume`", async () => {
+    const pause = await bed.write(PEOPLE_TOKENS.dev, "@svc-bot pause");
+    expect(
+      await waitForTrigger(
+        bed.pool,
+        await bed.deliver(notePayload("@svc-bot pause", DEVELOPER, pause), "Note Hook"),
+      ),
+    ).toMatchObject({ status: "completed", diagnostic: { code: "paused" } });
+    const paused = await bed.deliver(
+      mergeRequestPayload({ sha: SHA2, action: "reopen" }),
+      "Merge Request Hook",
+    );
+    expect(await waitForTrigger(bed.pool, paused)).toMatchObject({
+      status: "completed",
+      diagnostic: { code: "paused", message: expect.stringContaining(`${PROJECT}#5 is paused`) },
+    });
+    const resume = await bed.write(PEOPLE_TOKENS.dev, "@svc-bot resume");
+    expect(
+      await waitForTrigger(
+        bed.pool,
+        await bed.deliver(notePayload("@svc-bot resume", DEVELOPER, resume), "Note Hook"),
+      ),
+    ).toMatchObject({ status: "completed", diagnostic: { code: "resumed" } });
   });
 });
