@@ -8,6 +8,7 @@ import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem, LoadResult } from "../../shared/config/types.ts";
 import { agentClisCheck } from "./agent-clis.ts";
 import { codehostAppCheck } from "./codehost-app.ts";
+import { codehostGitlabCheck } from "./codehost-gitlab.ts";
 import { daemonProbeCheck } from "./daemon-probes.ts";
 import { knowledgeCheck } from "./knowledge.ts";
 import { repoCacheCheck } from "./repo-cache.ts";
@@ -145,6 +146,7 @@ export const DOCTOR_CHECKS: DoctorCheck[] = [
   instanceKeyCheck,
   databaseCheck,
   codehostAppCheck,
+  codehostGitlabCheck,
   repositoriesCheck,
   repoCacheCheck,
   knowledgeCheck,

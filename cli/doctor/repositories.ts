@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AppAuthError, type AppTokens, appTokens, isNotInstalled } from "../../shared/codehost/app-tokens.ts";
-import { checkoutRoute, gitAuthEnv } from "../../shared/codehost/git-auth.ts";
+import { checkoutRoute, gitAuthEnv, readAccessNeeded, tokenUser } from "../../shared/codehost/git-auth.ts";
 import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem, ConfigSnapshot } from "../../shared/config/types.ts";
@@ -208,9 +208,9 @@ async function readerOf(
   if (identity.token !== undefined) {
     return {
       url: cloneUrl,
-      env: gitAuthEnv(route.base, "x-access-token", identity.token),
+      env: gitAuthEnv(route.base, tokenUser(config), identity.token),
       identity: identity.name,
-      fix: `give codehost.token read access to ${repo} (a fine-grained token with "Contents: read" on it, or a classic token with the repo scope)`,
+      fix: `give codehost.token ${readAccessNeeded(config, repo)}`,
       secret: identity.token,
     };
   }

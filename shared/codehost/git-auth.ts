@@ -16,6 +16,21 @@ export function gitAuthEnv(base: string, user: string, password: string): Record
 }
 
 /**
+ * The Basic user name a code host takes an access token with over git's HTTP: GitHub's
+ * `x-access-token`; GitLab takes any name with the token as the password, `oauth2` in its docs.
+ */
+export function tokenUser(config: Pick<ConfigSnapshot, "codehost">): string {
+  return config.codehost?.kind === "gitlab" ? "oauth2" : "x-access-token";
+}
+
+/** What an identity's token needs to fetch `repo`, for a refusal's message. */
+export function readAccessNeeded(config: Pick<ConfigSnapshot, "codehost">, repo: string): string {
+  return config.codehost?.kind === "gitlab"
+    ? `read access to ${repo} (a project, group or personal access token with the read_repository or api scope, its user at least a reporter of the project)`
+    : `read access to ${repo} (a fine-grained token with "Contents: read" on it, or a classic token with the repo scope)`;
+}
+
+/**
  * A clone URL with a `user:password` part, as an operator may paste one into `clone_url`: the URL
  * without it, and the header environment that sends it instead (git would write a URL's
  * credential into configs and messages). Undefined when the URL carries none.

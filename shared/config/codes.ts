@@ -71,6 +71,16 @@ export const DOCTOR_CODES = {
     "a configured repository refuses the identity runs fetch it as (the default code-host identity, or anonymous)",
   repo_unreachable: "a configured repository's host does not answer git (network, DNS, timeout)",
   repo_cache_full: "the worker host's repository cache holds more than `workspaces.repo_cache.max_size`",
+  gitlab_token_invalid: "GitLab refuses a token of `codehost` (401): unknown, revoked or expired",
+  gitlab_token_scope:
+    "a GitLab token of `codehost` lacks the api scope svc posts notes and discussions with (read_api only reads)",
+  gitlab_token_expiring: "a GitLab token of `codehost` expires within 14 days",
+  gitlab_unreachable:
+    "`codehost.api_url` of a `kind: gitlab` code host does not answer, or is not GitLab's API v4",
+  gitlab_project_unreachable:
+    "a project of `repos` is not visible to the user of `codehost.token` on GitLab (404), or refused to it",
+  gitlab_access_too_low:
+    "the user of `codehost.token` is below Developer (30) on a project of `repos`: it cannot post notes and discussions (below Reporter, 20, it cannot read the repository)",
 } as const;
 
 export type DoctorCode = keyof typeof DOCTOR_CODES;

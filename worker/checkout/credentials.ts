@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { isNotInstalled } from "../../shared/codehost/app-tokens.ts";
-import { checkoutRoute, gitAuthEnv } from "../../shared/codehost/git-auth.ts";
+import { checkoutRoute, gitAuthEnv, readAccessNeeded, tokenUser } from "../../shared/codehost/git-auth.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { PublishError } from "../outputs/attempt.ts";
 import { codehostIdentity, installationToken, secretValue } from "../outputs/tokens.ts";
@@ -69,15 +69,11 @@ export async function checkoutAuth(
   if (!identity) return anonymous;
   if (identity.credential.token) {
     const token = await secretValue(identity.credential.token, deps.pool, deps.config);
-    // GitLab takes an access token as the password of any user name; `oauth2` is the one its docs use
-    const gitlab = deps.config.codehost?.kind === "gitlab";
     return {
       url: cloneUrl,
-      env: gitAuthEnv(base, gitlab ? "oauth2" : "x-access-token", token),
+      env: gitAuthEnv(base, tokenUser(deps.config), token),
       identity: identity.name,
-      needs: gitlab
-        ? `read access to ${repo} (a project, group or personal access token with the read_repository or api scope, its user at least a reporter of the project)`
-        : `read access to ${repo} (a fine-grained token with "Contents: read" on it, or a classic token with the repo scope)`,
+      needs: readAccessNeeded(deps.config, repo),
       secret: token,
     };
   }
