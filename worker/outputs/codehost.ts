@@ -72,6 +72,15 @@ export interface PullRef {
   number: number;
 }
 
+/**
+ * `repo` split at its last slash: a GitHub `owner/name`, or a GitLab project in a subgroup
+ * (`group/sub/project`: owner `group/sub`). `owner` is empty for a name without one.
+ */
+export function pullRefOf(repo: string, number: number): PullRef {
+  const slash = repo.lastIndexOf("/");
+  return { owner: slash > 0 ? repo.slice(0, slash) : "", repo: repo.slice(slash + 1), number };
+}
+
 async function write<T>(token: string, request: () => Promise<{ data: T }>): Promise<T> {
   try {
     return (await request()).data;

@@ -2,6 +2,7 @@ import { progressLeftBy } from "../../db/sticky-comments.ts";
 import type { Pipeline } from "../../shared/config/types.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import { PublishError } from "./attempt.ts";
+import { pullRefOf } from "./codehost.ts";
 import { codehostPublisher, pullRef } from "./publish.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import type { Stamp } from "./render.ts";
@@ -81,9 +82,7 @@ export async function noteRunEnd(
   if (!status || !["completed", "failed", "cancelled"].includes(status)) return;
   for (const row of left.rows) {
     try {
-      // at the last slash: a GitLab project in a subgroup is `group/sub/project`
-      const slash = row.repo.lastIndexOf("/");
-      const ref = { owner: row.repo.slice(0, slash), repo: row.repo.slice(slash + 1), number: row.number };
+      const ref = pullRefOf(row.repo, row.number);
       const stamp: Stamp = {
         pipeline: pipeline.name,
         version: pipeline.version,

@@ -11,7 +11,7 @@ import type { ResolvedEvent } from "../event/resolve.ts";
 import { countDelivery } from "../metrics.ts";
 import { PublishError, type PublishFailure } from "./attempt.ts";
 import { ChatPublisher } from "./chat.ts";
-import { CodehostPublisher, codehostClient, type PullRef } from "./codehost.ts";
+import { CodehostPublisher, codehostClient, type PullRef, pullRefOf } from "./codehost.ts";
 import { type DeliveryOutcome, type DeliveryWork, deliver } from "./delivery.ts";
 import { GitlabPublisher } from "./gitlab-publisher.ts";
 import { gitlabReviewWork } from "./gitlab-review.ts";
@@ -221,19 +221,15 @@ export function pullRef(event: ResolvedEvent, repo?: string, number?: number): P
   // a GitLab merge request's iid, read by the event model (its payloads have no pull_request)
   const stated = event.context.gitlab && event.context.pull ? event.context.number : fromEvent;
   const target = number ?? (typeof stated === "number" ? stated : undefined);
-  const fullName = repo ?? event.context.repo;
-  // at the last slash: a GitLab project in a subgroup is `group/sub/project`
-  const slash = fullName.lastIndexOf("/");
-  const owner = slash > 0 ? fullName.slice(0, slash) : "";
-  const name = fullName.slice(slash + 1);
-  if (!owner || !name || target === undefined) {
+  const ref = pullRefOf(repo ?? event.context.repo, target ?? 0);
+  if (!ref.owner || !ref.repo || target === undefined) {
     throw new PublishError({
       kind: "final",
       status: "no_target",
       message: `the result names no repo/number and the ${event.kind} event ${event.eventName} is not about an issue or pull request`,
     });
   }
-  return { owner, repo: name, number: target };
+  return ref;
 }
 
 function replyWork(

@@ -2,7 +2,7 @@ import type pg from "pg";
 import { gitlabClient, gitlabHost } from "../../shared/codehost/gitlab.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
-import { codehostClient } from "./codehost.ts";
+import { codehostClient, pullRefOf } from "./codehost.ts";
 import { GitlabPublisher } from "./gitlab-publisher.ts";
 import { installationToken, secretValue } from "./tokens.ts";
 
@@ -21,13 +21,7 @@ async function gitlabAward(
     token,
     gitlabHost(codehost.apiUrl),
   );
-  const slash = reaction.repo.lastIndexOf("/");
-  const ref = {
-    owner: reaction.repo.slice(0, slash),
-    repo: reaction.repo.slice(slash + 1),
-    number: reaction.number,
-  };
-  await gitlab.award(ref, reaction.commentId, EMOJI[reaction.content]);
+  await gitlab.award(pullRefOf(reaction.repo, reaction.number), reaction.commentId, EMOJI[reaction.content]);
 }
 
 /** svc's answer to a comment command: 👀 taken, 👎 refused. */
