@@ -287,4 +287,21 @@ describe("GitLab merge requests: reviews, sticky notes, commands", () => {
       ),
     ).toMatchObject({ status: "completed", diagnostic: { code: "resumed" } });
   });
+
+  it("a note whose answer was lost is found (svc's own, by its marker) and not posted twice", async () => {
+    const text = "@svc-bot review again";
+    const note = await bed.write(PEOPLE_TOKENS.dev, text);
+    bed.gitlab.loseAnswerOnce("POST", "/merge_requests/5/notes");
+    const id = await bed.deliver(notePayload(text, DEVELOPER, note), "Note Hook");
+    await agentRunning(bed.pool, id);
+    await bed.release("command-agent", { summary: { body: "Reviewed once more." } });
+    expect(await waitForTrigger(bed.pool, id)).toMatchObject({ status: "completed", diagnostic: null });
+    expect(byBot().filter((entry) => entry.body.startsWith("Reviewed once more."))).toHaveLength(1);
+    const { rows } = await bed.pool.query(
+      `SELECT d.status, d.attempts FROM svc.output_deliveries d JOIN svc.invocations i ON i.id = d.invocation_id
+         JOIN svc.workloads w ON w.id = i.workload_id WHERE w.trigger_id = $1`,
+      [id],
+    );
+    expect(rows).toEqual([{ status: "sent", attempts: 1 }]);
+  });
 });
