@@ -63,6 +63,12 @@ outputs:
   reply: { handler: codehost.review-comment-reply }
 `;
 
+const CHAT = `trigger:
+  codehost: [note]
+targets: [chat-agent]
+instructions: Answer the note.
+`;
+
 const COMMAND = `trigger:
   codehost:
     - command: review
@@ -84,8 +90,14 @@ describe("GitLab merge requests: reviews, sticky notes, commands", () => {
 
   beforeAll(async () => {
     bed = await startGitlabBed({
-      agents: ["review-agent", "sticky-agent", "command-agent", "reply-agent"],
-      pipelines: { "mr-review": REVIEW, "mr-sticky": STICKY, "mr-command": COMMAND, "mr-reply": REPLY },
+      agents: ["review-agent", "sticky-agent", "command-agent", "reply-agent", "chat-agent"],
+      pipelines: {
+        "mr-review": REVIEW,
+        "mr-sticky": STICKY,
+        "mr-command": COMMAND,
+        "mr-reply": REPLY,
+        "mr-chat": CHAT,
+      },
       // anyone may write a note on a public project's merge request; only members' are commands
       projects: [project({ visibility: "public" })],
     });
@@ -303,5 +315,19 @@ describe("GitLab merge requests: reviews, sticky notes, commands", () => {
       [id],
     );
     expect(rows).toEqual([{ status: "sent", attempts: 1 }]);
+  });
+
+  it("a note svc's own GitLab user wrote is not answered (no loop on its own output); a developer's is", async () => {
+    const own = await bed.deliver(notePayload("Reviewed once more.", BOT), "Note Hook");
+    expect(await waitForTrigger(bed.pool, own)).toMatchObject({ status: "completed" });
+    const { workloads, invocations, tasks } = await lineage(bed.pool, own);
+    expect(workloads.map((w) => w.pipeline)).toEqual(["mr-chat"]);
+    expect(invocations[0]).toMatchObject({ status: "completed" });
+    expect(tasks.filter((t) => t.kind === "agent")).toEqual([]);
+
+    const theirs = await bed.deliver(notePayload("What about tests?", DEVELOPER), "Note Hook");
+    await agentRunning(bed.pool, theirs);
+    await bed.release("chat-agent", {});
+    expect(await waitForTrigger(bed.pool, theirs)).toMatchObject({ status: "completed" });
   });
 });
