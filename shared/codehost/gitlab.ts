@@ -50,7 +50,20 @@ function messageOf(text: string): string {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function send(endpoint: string, options?: RequestOptions) {
+/** How long one request may take and how often a read is tried again. */
+interface Patience {
+  timeoutMs: number;
+  readRetries: number;
+}
+
+const PATIENT: Patience = { timeoutMs: TIMEOUT_MS, readRetries: READ_RETRIES };
+/**
+ * For a question asked while a transaction holds locks (dispatch's members lookup): one short try,
+ * since an unanswered one is judged as a stranger's author anyway and other dispatches wait on it.
+ */
+const BRIEF: Patience = { timeoutMs: 5_000, readRetries: 0 };
+
+const sender = (patience: Patience) => async (endpoint: string, options?: RequestOptions) => {
   const {
     rateLimiters: _limits,
     agent: _agent,
@@ -69,10 +82,10 @@ async function send(endpoint: string, options?: RequestOptions) {
       response = await fetch(url, {
         ...(rest as RequestInit),
         method: method ?? "GET",
-        signal: AbortSignal.timeout(TIMEOUT_MS),
+        signal: AbortSignal.timeout(patience.timeoutMs),
       });
     } catch (error) {
-      if (read && attempt < READ_RETRIES) continue;
+      if (read && attempt < patience.readRetries) continue;
       throw new GitlabApiError(0, (error as Error).message);
     }
     if (response.ok) {
@@ -86,7 +99,7 @@ async function send(endpoint: string, options?: RequestOptions) {
     const text = await response.text();
     const limited =
       response.status === 429 && Number.isFinite(retryAfter) && retryAfter <= MAX_RATE_LIMIT_WAIT_S;
-    if (attempt < READ_RETRIES && (limited || (read && response.status >= 500))) {
+    if (attempt < patience.readRetries && (limited || (read && response.status >= 500))) {
       await sleep(limited ? retryAfter * 1000 : 250 * 2 ** attempt);
       continue;
     }
@@ -96,11 +109,16 @@ async function send(endpoint: string, options?: RequestOptions) {
       Number.isFinite(retryAfter) ? retryAfter : undefined,
     );
   }
-}
+};
 
-const requesterFn = createRequesterFn((_service, options) => Promise.resolve(options), send);
+const requesters = {
+  patient: createRequesterFn((_service, options) => Promise.resolve(options), sender(PATIENT)),
+  brief: createRequesterFn((_service, options) => Promise.resolve(options), sender(BRIEF)),
+};
 
-export function gitlabClient(options: { apiUrl: string; token: string }): GitlabClient {
+/** `brief`: one try of at most 5 s (see BRIEF); otherwise reads are retried and may take 30 s. */
+export function gitlabClient(options: { apiUrl: string; token: string; brief?: boolean }): GitlabClient {
+  const requesterFn = options.brief ? requesters.brief : requesters.patient;
   return new Gitlab({ host: gitlabHost(options.apiUrl), token: options.token, requesterFn });
 }
 

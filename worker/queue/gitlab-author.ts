@@ -96,7 +96,11 @@ async function lookUp(deps: AuthorDeps, event: ResolvedEvent): Promise<Establish
   if (cached && Date.now() - cached.at < TTL_MS) return cached.association;
   try {
     const token = await secretValue(codehost.token, deps.pool, deps.config);
-    const level = await accessLevel(gitlabClient({ apiUrl: codehost.apiUrl, token }), project, userId);
+    const level = await accessLevel(
+      gitlabClient({ apiUrl: codehost.apiUrl, token, brief: true }),
+      project,
+      userId,
+    );
     const association = associationOfAccess(level);
     cache.set(key, { association, at: Date.now() });
     return association;
