@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // The CLI runs our TypeScript sources directly: Node 24 strips types natively, so there is no build step to forget.
+// First import, so it runs before anything else: an older Node stops with one line saying which Node svc needs.
+import "./node-floor.js";
 import { dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { workerRestartArgv } from "./young-generation.js";

@@ -152,6 +152,7 @@ describe("the npm package", () => {
     for (const file of [
       "package/bin/svc.js",
       "package/bin/strip-types.js",
+      "package/bin/node-floor.js",
       "package/cli/commands/update.ts",
       "package/db/migrations/001_initial.sql",
       "package/examples/reference/.svc/daemon.yaml",
