@@ -14,6 +14,7 @@ import { sendError, sendUnavailable } from "./errors.ts";
 import { createIngressMetrics, type IngressMetrics } from "./metrics.ts";
 import { createMetricsRoute } from "./metrics-route.ts";
 import { createUiRouter } from "./ui/router.ts";
+import { createGithubSetupRouter } from "./ui/setup-github.ts";
 import { createWebhookRouter } from "./webhooks/intake.ts";
 import { buildSourceTable } from "./webhooks/sources.ts";
 
@@ -30,6 +31,8 @@ export interface IngressDependencies {
   now?: () => number;
   /** this process's metrics registry; tests pass their own to read the counters */
   metrics?: IngressMetrics;
+  /** the instance key file (`svc setup github` stores the App's secrets with it); default `<config dir>/instance.key` */
+  instanceKeyPath?: string;
 }
 
 export function createIngressApp(deps: IngressDependencies): express.Express {
@@ -79,6 +82,7 @@ export function createIngressApp(deps: IngressDependencies): express.Express {
   });
   app.get("/metrics", createMetricsRoute({ ...deps, metrics }));
   app.use(createUiRouter(deps));
+  app.use(createGithubSetupRouter(deps));
 
   app.use(
     createApiRouter({

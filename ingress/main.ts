@@ -94,7 +94,16 @@ export async function startIngress(options: IngressOptions = {}): Promise<Ingres
     });
     const resolveSecret = await storedSecrets(pool, key, refs);
     boss = await startBoss({ url: database.url, max: 2, supervise: false, schedule: false });
-    const app = ingressApp({ config, pool, boss, logger, resolveSecret, knowledge });
+    const keyPath = instanceKeyPath(configDir, env);
+    const app = ingressApp({
+      config,
+      pool,
+      boss,
+      logger,
+      resolveSecret,
+      knowledge,
+      instanceKeyPath: keyPath,
+    });
     const server = await listen(app, config.server.host, config.server.port).catch((error: Error) => {
       throw new StartupError(`svc ingress: ${error.message}`);
     });

@@ -11,6 +11,7 @@ import type { Logger } from "../../shared/logger.ts";
 import { ApiError } from "../api/errors.ts";
 import { TRACE_ID } from "../api/handlers/trace.ts";
 import { createAccessControl } from "../auth/middleware.ts";
+import { allows } from "../auth/principal.ts";
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../errors.ts";
 import { compareCohorts, parseCohort } from "../evals/compare.ts";
 import { readDeliveries } from "./deliveries.ts";
@@ -36,6 +37,7 @@ export interface UiDependencies {
 
 const SCOPE = "triggers:read";
 const EVALS_SCOPE = "evals:write";
+const SIGN_IN_SCOPES = [SCOPE, EVALS_SCOPE, "admin"];
 const CODE = /^[a-z][a-z0-9_]*$/;
 const CHART_DAYS = 30;
 
@@ -71,13 +73,9 @@ export function createUiRouter(deps: UiDependencies): Router {
     try {
       if (!token) throw new ApiError(401, "unauthenticated", "enter a token");
       const principal = await authenticateToken(access, req, token);
-      try {
-        access.authorize(principal, SCOPE);
-      } catch (error) {
-        // a token for the evals page alone signs in too; each page checks its own scope
-        if (!(error instanceof ApiError) || error.status !== 403) throw error;
-        access.authorize(principal, EVALS_SCOPE);
-      }
+      // a token for the evals page, or (admin) for /ui/setup/github, alone signs in too; each page checks its own scope
+      if (!SIGN_IN_SCOPES.some((scope) => allows(principal, scope)))
+        access.authorize(principal, SIGN_IN_SCOPES.join(" or "));
       setSessionCookie(req, res, token);
       res.redirect(303, target);
     } catch (error) {
