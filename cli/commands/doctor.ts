@@ -1,8 +1,11 @@
-import { Command } from "@oclif/core";
+import { styleText } from "node:util";
+import { Command, Flags } from "@oclif/core";
 import { formatProblems } from "../../shared/config/format.ts";
 import { type ProblemJson, problemJson } from "../../shared/config/json.ts";
+import { openKeyProber } from "../../worker/gateway/probe.ts";
 import { configDirOf, dirFlag } from "../config-dir-flag.ts";
 import { DOCTOR_CHECKS, doctorContext, runDoctor } from "../doctor/checks.ts";
+import { DEEP_CHECKS } from "../doctor/deep.ts";
 
 export interface DoctorJson {
   ok: boolean;
@@ -21,25 +24,42 @@ export default class Doctor extends Command {
     "(another version is a warning). Each repository of `repos:` is read with `git ls-remote` as a run's checkout " +
     "fetches it (the default code-host identity, else anonymously; a refusal is an error), and this host's " +
     "repository cache (workspaces/.repos) is measured against workspaces.repo_cache.max_size. Exits 1 " +
-    "when any check fails. `--json` prints one JSON document, also on failure.";
+    "when any check fails. `--json` prints one JSON document, also on failure. `--deep` then proves the chain " +
+    "a first pull request travels, one line per link: the GitHub App of codehost.app is installed on each " +
+    "repository of `repos:` with the permissions (contents read, pull_requests write, issues write, checks read, " +
+    "metadata read) and events (pull_request, issue_comment, pull_request_review_comment, push) svc needs; " +
+    "GitHub's last delivery to the App's webhook got a 2xx answer and svc holds its trigger (read from " +
+    "SVC_DATABASE_URL, else from the daemon); the sandbox engine answers and has the images sandboxed pipelines " +
+    "run in; each credential of an openai, claude-code or codex target is accepted by its model API (one " +
+    "one-token request through svc's model gateway); and each agent CLI a sandboxed pipeline runs starts in " +
+    "its image. A link this machine cannot check says so.";
   static override examples = [
     "<%= config.bin %> doctor",
     "<%= config.bin %> doctor --dir /etc/svc",
     "SVC_DATABASE_URL=postgres://svc@db/svc <%= config.bin %> doctor --json",
+    "<%= config.bin %> doctor --deep",
   ];
   static override enableJsonFlag = true;
   static override flags = {
     dir: dirFlag,
+    deep: Flags.boolean({
+      description:
+        "also check the chain to the first pull request: the App's installations, the webhook's last delivery, the sandbox engine and images, the targets' keys, the agent CLIs in their images",
+      default: false,
+    }),
   };
 
   async run(): Promise<DoctorJson> {
     const { flags } = await this.parse(Doctor);
     const dir = configDirOf(flags.dir);
-    const report = await runDoctor(DOCTOR_CHECKS, doctorContext(dir, process.env));
+    const checks = flags.deep ? [...DOCTOR_CHECKS, ...DEEP_CHECKS] : DOCTOR_CHECKS;
+    const context = doctorContext(dir, process.env);
+    // the command is where roles are wired, as `svc worker` wires the worker: checks import none
+    const report = await runDoctor(checks, flags.deep ? { ...context, keyProber: openKeyProber } : context);
     if (!report.ok) process.exitCode = 1;
     if (!this.jsonEnabled()) {
       for (const check of report.checks)
-        this.log(`${check.status.padEnd(8)} ${check.name.padEnd(14)} ${check.detail}`);
+        this.log(`${statusWord(check.status)} ${check.name.padEnd(14)} ${check.detail}`);
       if (report.problems.length > 0) this.log(`\n${formatProblems(report.problems)}`);
       this.log(
         report.ok
@@ -49,4 +69,13 @@ export default class Doctor extends Command {
     }
     return { ok: report.ok, dir, checks: report.checks, problems: report.problems.map(problemJson) };
   }
+}
+
+const COLORS = { ok: "green", warning: "yellow", error: "red", skipped: "dim" } as const;
+
+/** The status, padded; green, yellow, red or dim on a terminal that takes colour (NO_COLOR and pipes get none). */
+function statusWord(status: string): string {
+  const color = COLORS[status as keyof typeof COLORS];
+  const word = status.padEnd(8);
+  return color ? styleText(color, word) : word;
 }

@@ -1,4 +1,4 @@
-import type { ConfigProblem, LoadResult } from "../../shared/config/types.ts";
+import type { ConfigProblem, LoadResult, Target } from "../../shared/config/types.ts";
 
 /**
  * `svc doctor` runs a list of named checks in order. Each returns a status, a one-line detail and
@@ -18,6 +18,29 @@ export interface DoctorContext {
   env: NodeJS.ProcessEnv;
   /** loaded once, shared by every check that needs the configuration */
   config(): Promise<LoadResult>;
+  /**
+   * A model gateway of svc's own to probe targets' keys through (`--deep`): the worker's, handed in
+   * by the doctor command as `svc worker` hands in the worker, so no check imports the worker.
+   */
+  keyProber?: () => Promise<KeyProber>;
+}
+
+/** What the target-keys check asks of the gateway (worker/gateway/probe.ts). */
+export interface KeyProber {
+  probe(
+    target: Exclude<Target, { runtime: "command" }>,
+    credential: string,
+    key: string,
+  ): Promise<{
+    status: number;
+    message?: string;
+    refusal?: { kind: string };
+    unreached: boolean;
+    tokens: number;
+    origin: string;
+  }>;
+  reasons: ReadonlyMap<string, string>;
+  close(): Promise<void>;
 }
 
 export interface DoctorCheck {

@@ -63,7 +63,8 @@ export const DOCTOR_CODES = {
   database_too_old: "the database server is older than PostgreSQL 15",
   retrieval_tool_floor: "knowledge sources exist but qmd is missing or older than 2.8.3",
   embedder_missing: "the vector engine's host embedder runner is not on the PATH",
-  agent_cli_missing: "a claude-code or codex target's CLI is not installed where the target looks for it",
+  agent_cli_missing:
+    "a claude-code or codex target's CLI is not installed where the target looks for it: on this host, or (`svc doctor --deep`) in the image of a sandboxed pipeline that runs the target",
   agent_cli_version: "an agent CLI's version differs from the pin in deploy/images/agent/versions.json",
   codehost_app_refused:
     "a GitHub App of daemon.yaml cannot sign in: its key does not parse, or GitHub refuses it",
@@ -81,6 +82,26 @@ export const DOCTOR_CODES = {
     "a project of `repos` is not visible to the user of `codehost.token` on GitLab (404), or refused to it",
   gitlab_access_too_low:
     "the user of `codehost.token` is below Developer (30) on a project of `repos`: it cannot post notes and discussions (below Reporter, 20, it cannot read the repository)",
+  app_not_installed:
+    "`svc doctor --deep`: the GitHub App of `codehost.app` is not installed on a repository of `repos` (or, with no `repos`, anywhere)",
+  app_permission_missing:
+    "`svc doctor --deep`: an installation of the GitHub App lacks a permission svc needs (contents read, pull_requests write, issues write, checks read, metadata read), or has it at a lower level",
+  app_event_missing:
+    "`svc doctor --deep`: an installation of the GitHub App is not subscribed to an event svc needs (pull_request, issue_comment, pull_request_review_comment, push)",
+  webhook_no_delivery:
+    "`svc doctor --deep`: GitHub lists no delivery to the App's webhook (`GET /app/hook/deliveries`): no Webhook URL, or nothing sent yet",
+  webhook_delivery_failed:
+    "`svc doctor --deep`: GitHub's last delivery to the App's webhook did not get a 2xx answer (unreachable URL, refused signature, wrong path)",
+  webhook_not_recorded:
+    "`svc doctor --deep`: GitHub's last delivery was answered 2xx, but svc holds no trigger with its delivery id: the Webhook URL reaches another server",
+  webhook_record_unread:
+    "`svc doctor --deep`: GitHub's last delivery was answered 2xx, but svc's own record could not be read (no SVC_DATABASE_URL and no daemon answering)",
+  sandbox_engine_unreachable: DIAGNOSTIC_CODES.sandbox_engine_unreachable,
+  sandbox_image_missing: DIAGNOSTIC_CODES.sandbox_image_missing,
+  target_key_refused:
+    "`svc doctor --deep`: a target's model API refused a credential (401, 403, revoked or expired) on a one-token request through svc's gateway",
+  target_request_failed:
+    "`svc doctor --deep`: a target's one-token request through svc's gateway failed for another reason than the key (no answer, rate limit, overload, unknown model)",
 } as const;
 
 export type DoctorCode = keyof typeof DOCTOR_CODES;

@@ -7,8 +7,11 @@ import { importSPKI, jwtVerify } from "jose";
  * does (RS256, `iss` the App id, at most ten minutes between `iat` and `exp`, not expired), answers
  * `GET /app`, `GET /app/installations`, `GET /repos/{o}/{r}/installation` and issues installation
  * tokens (`POST /app/installations/{id}/access_tokens`, honouring `repositories`) that expire after
- * `tokenLifetimeMs`. Repo routes accept an installation token only for its installation's
- * repositories (404, as GitHub hides what a token cannot see) and only until it expires (401).
+ * `tokenLifetimeMs`. An installation carries its `permissions` and `events` (all svc needs unless
+ * the spec says otherwise); `GET /app/hook/deliveries` lists the App's webhook deliveries newest
+ * first (fake-github-hooks.ts makes them), 404 for an App without a webhook. Repo routes accept an
+ * installation token only for its installation's repositories (404, as GitHub hides what a token
+ * cannot see) and only until it expires (401).
  */
 export interface FakeAppSpec {
   id: number;
@@ -16,7 +19,36 @@ export interface FakeAppSpec {
   /** SPKI PEM of the App's public key */
   publicKey: string;
   /** `tokenLifetimeMs`: how long its tokens live; default an hour, as on GitHub */
-  installations: { id: number; account: string; repos: string[]; tokenLifetimeMs?: number }[];
+  installations: {
+    id: number;
+    account: string;
+    repos: string[];
+    tokenLifetimeMs?: number;
+    /** what the installation's owner accepted; default INSTALLATION_PERMISSIONS */
+    permissions?: Record<string, string>;
+    /** the events it is subscribed to; default INSTALLATION_EVENTS */
+    events?: string[];
+  }[];
+  /** the App's webhook: where deliveries go, signed with `secret`; absent: the App has none */
+  webhook?: { url: string; secret: string };
+  /** its deliveries, oldest first, as fake-github-hooks.ts's deliver() appends them */
+  deliveries?: HookDelivery[];
+}
+
+/** One delivery to an App's webhook as `GET /app/hook/deliveries` lists it (fake-github-hooks.ts makes them). */
+export interface HookDelivery {
+  id: number;
+  guid: string;
+  delivered_at: string;
+  redelivery: boolean;
+  duration: number;
+  status: string;
+  status_code: number;
+  event: string;
+  action: string | null;
+  installation_id: number | null;
+  repository_id: number | null;
+  throttled_at: string | null;
 }
 
 export interface Exchange {
@@ -41,8 +73,10 @@ const INSTALLATION_PERMISSIONS = {
   contents: "read",
   pull_requests: "write",
   issues: "write",
+  checks: "read",
   metadata: "read",
 };
+const INSTALLATION_EVENTS = ["pull_request", "issue_comment", "pull_request_review_comment", "push"];
 
 export interface FakeAppHost {
   exchanges: Exchange[];
@@ -72,7 +106,8 @@ export function fakeAppHost(apps: FakeAppSpec[]): FakeAppHost {
     account: { login: inst.account, type: "Organization" },
     target_type: "Organization",
     repository_selection: "selected",
-    permissions: INSTALLATION_PERMISSIONS,
+    permissions: inst.permissions ?? INSTALLATION_PERMISSIONS,
+    events: inst.events ?? INSTALLATION_EVENTS,
     access_tokens_url: `/app/installations/${inst.id}/access_tokens`,
   });
 
@@ -108,7 +143,8 @@ export function fakeAppHost(apps: FakeAppSpec[]): FakeAppHost {
     async handle(req, path, body, res) {
       const installationOf = /^\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(path);
       const appRoute = /^\/app(?:\/installations(?:\/(\d+)\/access_tokens)?)?$/.exec(path);
-      if (!installationOf && !appRoute) return false;
+      const hookRoute = path === "/app/hook/deliveries";
+      if (!installationOf && !appRoute && !hookRoute) return false;
       const app = await verify(req.headers.authorization);
       if (typeof app === "string") {
         send(res, 401, { message: app, documentation_url: DOCS, status: "401" });
@@ -127,7 +163,28 @@ export function fakeAppHost(apps: FakeAppSpec[]): FakeAppHost {
         return true;
       }
       if (path === "/app" && req.method === "GET") {
-        send(res, 200, { id: app.id, slug: app.slug, name: app.slug, owner: { login: "acme" } });
+        send(res, 200, {
+          id: app.id,
+          slug: app.slug,
+          name: app.slug,
+          owner: { login: "acme", type: "Organization" },
+        });
+        return true;
+      }
+      if (hookRoute) {
+        if (!app.webhook || req.method !== "GET") {
+          send(res, 404, {
+            message: "Not Found",
+            documentation_url: `${DOCS}/apps/webhooks#list-deliveries-for-an-app-webhook`,
+            status: "404",
+          });
+          return true;
+        }
+        const perPage = Math.min(
+          Number(new URL(req.url ?? "/", "http://x").searchParams.get("per_page") ?? 30),
+          100,
+        );
+        send(res, 200, [...(app.deliveries ?? [])].reverse().slice(0, perPage));
         return true;
       }
       if (path === "/app/installations" && req.method === "GET") {
@@ -158,7 +215,7 @@ export function fakeAppHost(apps: FakeAppSpec[]): FakeAppHost {
       const token = `ghs_${randomBytes(18).toString("base64url")}`;
       const expiresAt = new Date(Date.now() + (inst.tokenLifetimeMs ?? 3_600_000));
       const asked = (body as { permissions?: Record<string, string> } | undefined)?.permissions;
-      const permissions = asked ?? INSTALLATION_PERMISSIONS;
+      const permissions = asked ?? inst.permissions ?? INSTALLATION_PERMISSIONS;
       const repos = names ? inst.repos.filter((repo) => names.includes(repo.split("/")[1]!)) : inst.repos;
       issued.set(token, { app, installationId: inst.id, repos, permissions, expiresAt: expiresAt.getTime() });
       // GitHub states expires_at to the second
