@@ -17,9 +17,7 @@ import { putSecret } from "../../db/secrets.ts";
 import { withTransaction } from "../../db/transaction.ts";
 import packageJson from "../../package.json" with { type: "json" };
 import {
-  APP_EVENTS,
   APP_KEY_REF,
-  APP_PERMISSIONS,
   appManifest,
   type ConvertedApp,
   convertManifestCode,
@@ -31,7 +29,6 @@ import {
   SETUP_PAGE_PATH,
   WEBHOOK_SECRET_REF,
 } from "../../shared/codehost/github-manifest.ts";
-import { codehostWebBase } from "../../shared/config/daemon/repos.ts";
 import { instanceKeyPath as defaultKeyPath } from "../../shared/config/dir.ts";
 import { planGithubAppEdit } from "../../shared/config/github-app-edit.ts";
 import { DEFAULT_CODEHOST_API_URL } from "../../shared/config/outputs.ts";
@@ -42,9 +39,9 @@ import { InstanceKeyError, readInstanceKey } from "../../shared/secrets/instance
 import { ApiError } from "../api/errors.ts";
 import { createAccessControl } from "../auth/middleware.ts";
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../errors.ts";
-import { html, type SafeHtml } from "./html.ts";
-import { loginPage, messagePage, page } from "./layout.ts";
+import { loginPage, messagePage } from "./layout.ts";
 import { authenticatePage } from "./session.ts";
+import { donePage, noSetupPage, setupPage, usedSetupPage } from "./setup-github-pages.ts";
 
 export interface GithubSetupDependencies {
   pool: pg.Pool;
@@ -279,117 +276,6 @@ function configProblem(config: Readonly<ConfigSnapshot>): string | undefined {
   if (!config.server.publicUrl)
     return "server.public_url is not set in the daemon's daemon.yaml: GitHub delivers the App's webhooks to <public_url>/webhooks/github and sends the browser back to <public_url>/ui/setup/github/callback - set it, restart the daemon (svc daemon restart) and open this page again";
   return undefined;
-}
-
-function noSetupPage(session: GithubSetupSession | null): [number, string] {
-  if (session?.status === "waiting")
-    return [
-      410,
-      messagePage(
-        "The setup expired",
-        "svc setup github waited an hour, as long as GitHub's code lives; run it again for a new page",
-        false,
-      ),
-    ];
-  if (session?.status === "done" && session.result) return [200, donePage(session.result)];
-  return [
-    404,
-    messagePage(
-      "No setup is waiting",
-      "run svc setup github on the daemon's host: it starts the setup, names this page and waits for GitHub",
-      false,
-    ),
-  ];
-}
-
-/** The answer to a redirect (with the right state) for a setup that is not waiting any more. */
-function usedSetupPage(session: GithubSetupSession): [number, string] {
-  const unchanged = "nothing was changed";
-  if (session.status === "done")
-    return [
-      409,
-      messagePage(
-        "Already set up",
-        `this setup already finished with the App ${session.result?.slug ?? ""}: its code was used once; ${unchanged}`,
-        false,
-      ),
-    ];
-  if (session.status === "failed")
-    return [
-      409,
-      messagePage(
-        "The setup failed",
-        `${session.error ?? "this setup failed"}; run svc setup github again`,
-        false,
-      ),
-    ];
-  if (session.status === "exchanging")
-    return [
-      409,
-      messagePage("In progress", `svc is already exchanging this setup's code; ${unchanged}`, false),
-    ];
-  return [
-    410,
-    messagePage(
-      "The setup expired",
-      `GitHub's code and svc's setup live one hour; ${unchanged} - run svc setup github again`,
-      false,
-    ),
-  ];
-}
-
-function setupPage(view: {
-  action: string;
-  manifest: ReturnType<typeof appManifest>;
-  org: string | undefined;
-  apiUrl: string;
-  expiresAt: string;
-}): string {
-  const host = new URL(codehostWebBase(view.apiUrl)).host;
-  const owner = view.org
-    ? html`the organisation <code>${view.org}</code> on ${host}`
-    : html`your account on ${host}`;
-  const permissions: SafeHtml[] = Object.entries(APP_PERMISSIONS).map(
-    ([name, level]) => html`<tr><td><code>${name}</code></td><td>${level}</td></tr>`,
-  );
-  return page(
-    "Create the GitHub App",
-    html`<h1>Create svc's GitHub App</h1>
-<p>The button sends svc's App manifest to GitHub, which registers the App for ${owner}. GitHub then
-sends you back here: svc stores the App's private key and webhook secret in its database, encrypted
-with the instance key, and writes <code>codehost.app</code> and <code>webhooks.sources.github</code>
-into daemon.yaml.</p>
-<section class="card">
-<h2>Permissions</h2>
-<table class="permissions"><tbody>${permissions}</tbody></table>
-<h2>Events</h2>
-<p class="events">${APP_EVENTS.map((event, index) => html`${index ? ", " : ""}<code>${event}</code>`)}</p>
-<h2>Webhook</h2>
-<p><code>${view.manifest.hook_attributes.url}</code>, with a secret GitHub generates</p>
-</section>
-<form method="post" action="${view.action}" id="create-app">
-<input type="hidden" name="manifest" value="${JSON.stringify(view.manifest)}">
-<button type="submit">Create the GitHub App on ${host}</button>
-</form>
-<p class="muted">This page works until ${view.expiresAt}, while svc setup github waits.</p>`,
-  );
-}
-
-function donePage(result: GithubSetupResult): string {
-  return page(
-    "GitHub App created",
-    html`<h1>GitHub App ${result.name} created</h1>
-<dl class="facts">
-<dt>App</dt><dd><a href="${result.htmlUrl}">${result.slug}</a> (id ${result.appId})${result.owner ? html`, owned by ${result.owner}` : ""}</dd>
-<dt>Stored</dt><dd>${result.secrets.map((name, index) => html`${index ? ", " : ""}<code>${name}</code>`)}, encrypted with the instance key</dd>
-<dt>Written</dt><dd><code>codehost.app</code> and <code>webhooks.sources.github</code> in <code>${result.file}</code></dd>
-</dl>
-<h2>Next</h2>
-<ol>
-<li><a id="install" href="${result.installUrl}">Install the App</a> on the repositories svc works on.</li>
-<li>Restart the daemon so it reads the new configuration: <code>svc config validate &amp;&amp; svc daemon restart</code>.</li>
-</ol>`,
-  );
 }
 
 function sendPage(res: Response, status: number, body: string): void {
