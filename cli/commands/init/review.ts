@@ -4,11 +4,14 @@ import { Command, Flags } from "@oclif/core";
 import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
 import { envVariables, existingFiles, validateWritten, writeTemplate } from "../../init/files.ts";
 import {
+  CREDENTIAL_SOURCES,
+  type CredentialSource,
   DAEMON_FILE,
   missingTargetBlock,
   REPO_NAME,
   REVIEW_AGENTS,
   reviewFiles,
+  storedCredentialRef,
   VARIABLES,
 } from "../../init/review.ts";
 
@@ -21,7 +24,9 @@ export default class InitReview extends Command {
     "Writes pipelines/pr-review.yaml and agents/reviewer/PERSONA.md into the configuration directory, and " +
     "daemon.yaml when there is none: a GitHub webhook source whose secret is read from GITHUB_WEBHOOK_SECRET, " +
     "the code-host token from GITHUB_TOKEN, the agent's target with its API key from ANTHROPIC_API_KEY " +
-    "(claude-code) or OPENAI_API_KEY (codex), and the sandbox settings. The pipeline reviews each pull request " +
+    "(claude-code) or OPENAI_API_KEY (codex), and the sandbox settings. With --credential stored the targets " +
+    "name the API key stored in the database instead, `secret_ref: target/<target>/<credential>` " +
+    "(target/claude/anthropic, target/codex/openai), which `svc secret set` stores (prompted, never echoed). The pipeline reviews each pull request " +
     "in a container with no network but the model, keeps one comment per pull request that says it is running " +
     "and then holds the review, cancels the review of a head a newer push superseded, reviews only what changed " +
     "since its last review (PREVIOUS_SHA) against the pull request's base (BASE_SHA), and reviews pull requests " +
@@ -34,6 +39,10 @@ export default class InitReview extends Command {
   static override examples = [
     "<%= config.bin %> init review --agent claude-code",
     "<%= config.bin %> init review --agent codex --repo acme/widgets --repo acme/gadgets",
+    {
+      description: "The API key stored in the database (svc secret set), not read from the environment:",
+      command: "<%= config.bin %> init review --agent claude-code --credential stored",
+    },
     {
       description: "Into another configuration directory, replacing the pipeline written before:",
       command: "<%= config.bin %> init review --agent claude-code --dir /etc/svc/config --force",
@@ -50,6 +59,12 @@ export default class InitReview extends Command {
       helpValue: "<owner/name>",
       multiple: true,
       multipleNonGreedy: true,
+    }),
+    credential: Flags.string({
+      description:
+        "where the targets read the model API key: env (the variable ANTHROPIC_API_KEY or OPENAI_API_KEY) or stored (secret_ref: target/<target>/<credential>, stored with svc secret set)",
+      options: [...CREDENTIAL_SOURCES],
+      default: "env",
     }),
     force: Flags.boolean({
       description: "overwrite the pipeline and persona files that exist (never daemon.yaml)",
@@ -81,7 +96,8 @@ export default class InitReview extends Command {
       return rel.startsWith("..") ? join(dir, path) : rel;
     };
 
-    const files = await reviewFiles(agentName, repos);
+    const credential = flags.credential as CredentialSource;
+    const files = await reviewFiles(agentName, repos, credential);
     const existing = await existingFiles(dir, files);
     if (existing.length > 0 && !flags.force)
       this.fail(
@@ -107,6 +123,10 @@ export default class InitReview extends Command {
         );
       const existingDaemon = await readFile(join(dir, DAEMON_FILE), "utf8").catch(() => "");
       missingBlock = missingTargetBlock(existingDaemon, templateDaemon, agent.target);
+      if (credential === "stored" && missingBlock === undefined)
+        this.log(
+          `  --credential stored is not applied to an existing daemon.yaml: write "secret_ref: ${storedCredentialRef(agent)}" on targets.${agent.target}'s credential yourself`,
+        );
       // the kept file's own variables count when they are unset here, as the written files' always do
       keptVariables = envVariables(existingDaemon).filter((name) => !process.env[name]);
     }
@@ -129,11 +149,21 @@ export default class InitReview extends Command {
       );
     if (missingBlock !== undefined)
       this.log(
-        `\n${shown(DAEMON_FILE)} has no target "${agent.target}", which the pipeline runs on. Add it under targets: (and its variable to the environment):\n${indent(missingBlock)}`,
+        `\n${shown(DAEMON_FILE)} has no target "${agent.target}", which the pipeline runs on. Add it under targets: (${credential === "stored" ? "and store its key: see the next steps" : "and its variable to the environment"}):\n${indent(missingBlock)}`,
       );
 
     this.log(
-      `\nNext steps:\n${nextSteps({ variables, daemonWritten, repos, dirFlag: flags.dir }).join("\n")}`,
+      `\nNext steps:\n${nextSteps({
+        variables,
+        daemonWritten,
+        repos,
+        dirFlag: flags.dir,
+        // the stored key is named by what was written: the new daemon.yaml or the block to add
+        storedKey:
+          credential === "stored" && (daemonWritten || missingBlock !== undefined)
+            ? storedCredentialRef(agent)
+            : undefined,
+      }).join("\n")}`,
     );
     if (!validation.ok) process.exitCode = 1;
   }
@@ -151,11 +181,19 @@ interface StepsInput {
   daemonWritten: boolean;
   repos: string[];
   dirFlag: string | undefined;
+  /** the stored secret the targets' secret_ref names (--credential stored) */
+  storedKey: string | undefined;
 }
 
-function nextSteps({ variables, daemonWritten, repos, dirFlag }: StepsInput): string[] {
+function nextSteps({ variables, daemonWritten, repos, dirFlag, storedKey }: StepsInput): string[] {
   const dirArg = dirFlag ? ` --dir ${dirFlag}` : "";
   const steps: string[][] = [];
+  if (storedKey !== undefined)
+    steps.push([
+      "Store the model API key in the database, encrypted with the instance key (make that key first, once:",
+      `     svc setup instance-key${dirArg}); the key is prompted for and never echoed:`,
+      `       svc secret set ${storedKey}${dirArg}`,
+    ]);
   if (variables.length > 0) {
     const width = Math.max(...variables.map((name) => name.length));
     steps.push([

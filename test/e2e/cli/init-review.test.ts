@@ -164,6 +164,70 @@ describe.each(AGENTS)("svc init review --agent $agent", ({ agent, target, runtim
   });
 });
 
+describe.each(AGENTS)("svc init review --agent $agent --credential stored", ({ agent, target, key }) => {
+  const credential = agent === "codex" ? "openai" : "anthropic";
+  const stored = `target/${target}/${credential}`;
+
+  it("the targets name the stored key (secret_ref), validation passes, and the next steps say svc secret set", async () => {
+    const { dir, env } = await freshDir(`${agent}-stored`);
+    const run = await svc(["init", "review", "--agent", agent, "--credential", "stored", "--dir", dir], env);
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    const text = await readFile(join(dir, "daemon.yaml"), "utf8");
+    expect(text).not.toContain(key);
+    const daemon = parse(text);
+    const askTarget = agent === "codex" ? "openai-api" : "claude-api";
+    expect(daemon.targets[target].credentials).toEqual([{ name: credential, secret_ref: stored }]);
+    expect(daemon.targets[askTarget].credentials).toEqual([{ name: credential, secret_ref: stored }]);
+    expect(run.stdout).toContain("configuration valid: 1 pipeline, 1 source, 2 targets");
+    expect(namedVariables(run.stdout)).toEqual(["GITHUB_WEBHOOK_SECRET", "GITHUB_TOKEN"]);
+    const steps = run.stdout.slice(run.stdout.indexOf("Next steps:"));
+    expect(steps).toContain(`svc setup instance-key --dir ${dir}`);
+    expect(steps).toContain(`svc secret set ${stored} --dir ${dir}`);
+    expect(steps).toContain("prompted for and never echoed");
+
+    // the loader takes the reference as it is (resolved when the daemon starts): valid once the variables are set
+    const valid = await svc(["config", "validate", "--dir", dir], {
+      ...env,
+      GITHUB_WEBHOOK_SECRET: "set",
+      GITHUB_TOKEN: "set",
+    });
+    expect(valid.stdout.trim()).toBe(`configuration valid: 1 pipeline, 1 source, 2 targets (${dir})`);
+    expect(valid.code).toBe(0);
+  });
+
+  it("--credential env is the default and writes the variable", async () => {
+    const { dir, env } = await freshDir(`${agent}-env`);
+    const run = await svc(["init", "review", "--agent", agent, "--credential", "env", "--dir", dir], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toContain("svc secret set");
+    const daemon = parse(await readFile(join(dir, "daemon.yaml"), "utf8"));
+    expect(daemon.targets[target].credentials).toEqual([{ name: credential, secret: ref(key) }]);
+  });
+});
+
+describe("svc init review --credential", () => {
+  it("an unknown source is refused by the flag's options, and nothing is written", async () => {
+    const { dir, env } = await freshDir("credential-bad");
+    const run = await svc(["init", "review", "--agent", "codex", "--credential", "vault", "--dir", dir], env);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("Expected --credential=vault to be one of: env, stored");
+    await expect(stat(dir)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("into a daemon.yaml without the agent's target: the block to add names the stored key, and so do the next steps", async () => {
+    const { dir, env } = await freshDir("credential-switch");
+    expect((await svc(["init", "review", "--agent", "claude-code", "--dir", dir], env)).code).toBe(0);
+    const run = await svc(
+      ["init", "review", "--agent", "codex", "--credential", "stored", "--dir", dir, "--force"],
+      env,
+    );
+    expect(run.stdout).toMatch(/^ {10}secret_ref: target\/codex\/openai$/m);
+    expect(run.stdout).toContain("and store its key: see the next steps");
+    expect(run.stdout).toContain(`svc secret set target/codex/openai --dir ${dir}`);
+  });
+});
+
 describe("svc init", () => {
   it("without a template lists the templates, one line each", async () => {
     const run = await svc(["init"], { HOME: tmpdir() });
