@@ -5,8 +5,7 @@
 import { readText } from "../shared/config/config-files.ts";
 import { ConfigFile, parseYaml } from "../shared/config/source.ts";
 import type { ConfigProblem } from "../shared/config/types.ts";
-
-const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+import { asMap, envVariables, httpUrl, substituted } from "./daemon-yaml.ts";
 
 /** GitLab's webhook triggers svc reads (ingress/webhooks/gitlab/event.ts): push, tag_push, note, merge_request. */
 const GITLAB_TRIGGERS = ["Push events", "Tag push events", "Comments", "Merge request events"];
@@ -42,7 +41,7 @@ export async function configuredSource(
   const root = asMap(data);
   const server = asMap(root?.server);
   const source = asMap(asMap(asMap(root?.webhooks)?.sources)?.[name]);
-  const publicUrl = httpUrl(substitute(server?.public_url, env));
+  const publicUrl = httpUrl(substituted(server?.public_url, env));
   return {
     ...(source
       ? {
@@ -57,41 +56,11 @@ export async function configuredSource(
   };
 }
 
-function asMap(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
-
 function given(inline: unknown, ref: unknown): SecretGiven {
   if (typeof ref === "string" && ref) return { kind: "stored", name: ref };
   if (typeof inline !== "string" || !inline) return { kind: "none" };
-  const names = [...inline.matchAll(ENV_REFERENCE)].map((match) => match[1]!);
+  const names = envVariables(inline);
   return names.length ? { kind: "env", names } : { kind: "inline" };
-}
-
-/** A string with its `${NAME}`s from `env`; undefined when one is unset. */
-function substitute(value: unknown, env: NodeJS.ProcessEnv): string | undefined {
-  if (typeof value !== "string") return undefined;
-  let unset = false;
-  const out = value.replace(ENV_REFERENCE, (_whole, variable: string) => {
-    const resolved = env[variable];
-    if (!resolved) unset = true;
-    return resolved ?? "";
-  });
-  return unset ? undefined : out;
-}
-
-function httpUrl(value: string | undefined): string | undefined {
-  if (!value) return undefined;
-  try {
-    const url = new URL(value);
-    if ((url.protocol === "https:" || url.protocol === "http:") && !url.search && !url.hash)
-      return value.replace(/\/+$/, "");
-  } catch {
-    // not a URL: the form names the key instead
-  }
-  return undefined;
 }
 
 /**

@@ -62,13 +62,6 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
-
-/** The `${NAME}` variables a text reads, each once, in order of first use. */
-export function envVariables(text: string): string[] {
-  return [...new Set([...text.matchAll(ENV_REFERENCE)].map((match) => match[1]!))];
-}
-
 export interface Validation {
   ok: boolean;
   /** the listing and summary line, as `svc config validate` prints them */

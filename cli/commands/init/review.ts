@@ -2,7 +2,8 @@ import { readFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { Command, Flags } from "@oclif/core";
 import { configDirOf, dirFlag } from "../../config-dir-flag.ts";
-import { envVariables, existingFiles, validateWritten, writeTemplate } from "../../init/files.ts";
+import { envVariables } from "../../daemon-yaml.ts";
+import { existingFiles, validateWritten, writeTemplate } from "../../init/files.ts";
 import {
   CREDENTIAL_SOURCES,
   type CredentialSource,

@@ -25,9 +25,9 @@ import { isLoopbackHost } from "../../../shared/config/network.ts";
 import { DEFAULT_CODEHOST_API_URL } from "../../../shared/config/outputs.ts";
 import { InstanceKeyError, readInstanceKey } from "../../../shared/secrets/instance-key.ts";
 import { configEnvOf, dirFlag } from "../../config-dir-flag.ts";
+import { asMap, httpUrl, substituted } from "../../daemon-yaml.ts";
 
 const POLL_MS = 500;
-const ENV_REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 
 export default class SetupGithub extends Command {
   static override summary =
@@ -220,8 +220,8 @@ function readSettings(text: string, env: NodeJS.ProcessEnv): Settings {
   const data = asMap(parseDocument(text).toJSON());
   const server = asMap(data?.server);
   const codehost = asMap(data?.codehost);
-  const publicUrl = httpUrl(substitute(server?.public_url, env));
-  const apiUrl = httpUrl(substitute(codehost?.api_url, env)) ?? DEFAULT_CODEHOST_API_URL;
+  const publicUrl = httpUrl(substituted(server?.public_url, env));
+  const apiUrl = httpUrl(substituted(codehost?.api_url, env)) ?? DEFAULT_CODEHOST_API_URL;
   const host = env.SVC_HOST?.trim() || (typeof server?.host === "string" ? server.host : DEFAULT_HOST);
   const portText = env.SVC_PORT?.trim() || String(server?.port ?? DEFAULT_PORT);
   const port = /^\d{1,5}$/.test(portText) && Number(portText) > 0 ? Number(portText) : DEFAULT_PORT;
@@ -263,33 +263,4 @@ function openBrowser(url: string): void {
   } catch {
     // no browser: the address is printed above
   }
-}
-
-function asMap(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
-
-function substitute(value: unknown, env: NodeJS.ProcessEnv): string | undefined {
-  if (typeof value !== "string") return undefined;
-  let unset = false;
-  const out = value.replace(ENV_REFERENCE, (_whole, variable: string) => {
-    const resolved = env[variable];
-    if (!resolved) unset = true;
-    return resolved ?? "";
-  });
-  return unset ? undefined : out;
-}
-
-function httpUrl(value: string | undefined): string | undefined {
-  if (!value) return undefined;
-  try {
-    const url = new URL(value);
-    if ((url.protocol === "https:" || url.protocol === "http:") && !url.search && !url.hash)
-      return value.replace(/\/+$/, "");
-  } catch {
-    // not a URL
-  }
-  return undefined;
 }
