@@ -1,21 +1,10 @@
 import { AppAuthError, type AppTokens, appTokens } from "../../shared/codehost/app-tokens.ts";
+import { APP_EVENTS, APP_PERMISSIONS } from "../../shared/codehost/github-manifest.ts";
 import { codehostWebBase, withoutUserinfo } from "../../shared/config/daemon/repos.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
 import type { ConfigProblem, ConfigSnapshot } from "../../shared/config/types.ts";
 import { keyOf } from "./codehost-app.ts";
 import type { CheckOutcome, CheckStatus, DoctorCheck } from "./types.ts";
-
-/** The repository permissions svc acts with (docs/operations.md, "The GitHub App"), at their lowest level. */
-export const APP_PERMISSIONS = {
-  contents: "read",
-  pull_requests: "write",
-  issues: "write",
-  checks: "read",
-  metadata: "read",
-} as const;
-
-/** The events the App must subscribe to for svc's pipelines to hear of pull requests, comments and pushes. */
-export const APP_EVENTS = ["pull_request", "issue_comment", "pull_request_review_comment", "push"] as const;
 
 /** GitHub's names of the permissions on the App's settings page. */
 const TITLES: Record<keyof typeof APP_PERMISSIONS, string> = {

@@ -8,22 +8,25 @@ import { codehostWebBase } from "../config/daemon/repos.ts";
  * (`POST /app-manifests/{code}/conversions`) for the App's id, private key and webhook secret.
  */
 
-/** Exactly the permissions svc uses: it reads code and checks, writes pull request and issue comments. */
-export const APP_PERMISSIONS: Readonly<Record<string, "read" | "write">> = Object.freeze({
+/**
+ * Exactly the permissions svc uses, at their lowest level: it reads code and checks, writes pull
+ * request and issue comments. What `svc setup github` asks for and `svc doctor --deep` requires.
+ */
+export const APP_PERMISSIONS = Object.freeze({
   contents: "read",
   pull_requests: "write",
   issues: "write",
   checks: "read",
   metadata: "read",
-});
+} as const);
 
 /** Exactly the events svc reads from a `verify: codehost` source (trigger.codehost). */
-export const APP_EVENTS: readonly string[] = Object.freeze([
+export const APP_EVENTS = Object.freeze([
   "pull_request",
   "issue_comment",
   "pull_request_review_comment",
   "push",
-]);
+] as const);
 
 /** The webhook source the App delivers to, and the stored secrets it writes. */
 export const GITHUB_SOURCE = "github";
