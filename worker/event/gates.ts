@@ -1,7 +1,7 @@
 import type { Pipeline } from "../../shared/config/types.ts";
 import { association } from "./command.ts";
 import { isGitlabPayload, isOutsider } from "./context.ts";
-import type { EstablishedAuthor } from "./resolve.ts";
+import type { ResolvedEvent } from "./resolve.ts";
 
 type Json = Record<string, unknown>;
 
@@ -27,13 +27,14 @@ export interface GateResult {
  */
 export function gatePipelines(
   pipelines: Pipeline[],
-  payload: unknown,
-  established?: EstablishedAuthor,
+  event: Pick<ResolvedEvent, "payload" | "author" | "context">,
 ): GateResult {
+  const { payload } = event;
+  // the event model already judged who is outside, GitLab's established author included
+  const { outsider } = event.context;
   const gitlab = isGitlabPayload(payload);
   const fork = isOutsider(payload) && (gitlab || fromFork(payload));
-  const author = fork ? "none" : gitlab ? (established ?? "none") : authorOf(payload);
-  const outsider = isOutsider(payload) || (gitlab && author !== "owner" && author !== "member");
+  const author = fork ? "none" : gitlab ? (event.author ?? "none") : authorOf(payload);
   const allowed: Pipeline[] = [];
   const gated: Pipeline[] = [];
   for (const pipeline of pipelines) {

@@ -108,7 +108,7 @@ export async function admit(
         null,
       );
   }
-  const { allowed, gated } = gatePipelines(pipelines, event.payload, event.author);
+  const { allowed, gated } = gatePipelines(pipelines, event);
   const gatedList: Gated | null = gated.length
     ? { pipelines: gated.map((p) => p.name), gate: "author_not_allowed" }
     : null;

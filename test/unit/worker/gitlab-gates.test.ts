@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { eventContext } from "../../../worker/event/context.ts";
 import { gatePipelines } from "../../../worker/event/gates.ts";
 import { codeUnchanged, matchPipelines } from "../../../worker/event/match.ts";
 import { gitlabAuthorId } from "../../../worker/queue/gitlab-author.ts";
@@ -51,7 +52,11 @@ describe("GitLab author gates", () => {
   const boxed = pipeline("boxed", { sandbox: { image: "agent:default", mounts: [] } as never });
   const members = pipeline("members", { authors: ["owner", "member"] });
   const allowed = (payload: unknown, author?: "owner" | "member" | "none") =>
-    gatePipelines([open, boxed, members], payload, author).allowed.map((p) => p.name);
+    gatePipelines([open, boxed, members], {
+      payload,
+      ...(author ? { author } : {}),
+      context: eventContext("codehost", payload, author),
+    }).allowed.map((p) => p.name);
 
   it("a developer's merge request starts every pipeline", () => {
     expect(allowed(request, "member")).toEqual(["open", "boxed", "members"]);
