@@ -68,7 +68,7 @@ describe("codehost.kind", () => {
       expect(unknown.problems.map((p) => p.message).join("\n")).toContain(
         '"codehost.kind" must be github or gitlab (got "gitea")',
       );
-    const app = await load("codehost:\n  kind: gitlab\n  app: { id: 1, private_key: \"${GL}\" }\n");
+    const app = await load('codehost:\n  kind: gitlab\n  app: { id: 1, private_key: "${GL}" }\n');
     expect(app.ok).toBe(false);
     if (!app.ok)
       expect(app.problems.map((p) => p.message).join("\n")).toContain(
