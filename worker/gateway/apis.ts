@@ -73,9 +73,19 @@ export function credentialHeaders(api: ApiKind, key: string): Record<string, str
   return api === "anthropic" ? { "x-api-key": key } : { authorization: `Bearer ${key}` };
 }
 
-export type GatewayError = "unauthorized" | "not_found" | "budget" | "upstream";
+export type GatewayError =
+  | "unauthorized"
+  | "not_found"
+  | "budget"
+  | "upstream"
+  | "invalid"
+  | "unmetered"
+  | "too_large";
 
-const ERRORS: Record<GatewayError, { status: number; anthropic: string; openai: [string, string] }> = {
+const ERRORS: Record<
+  GatewayError,
+  { status: number; anthropic: string; openai: [type: string, code: string | null] }
+> = {
   unauthorized: {
     status: 401,
     anthropic: "authentication_error",
@@ -85,49 +95,35 @@ const ERRORS: Record<GatewayError, { status: number; anthropic: string; openai: 
   // OpenAI's answer to a spent quota; Anthropic's to an account that may not spend
   budget: { status: 429, anthropic: "billing_error", openai: ["insufficient_quota", "insufficient_quota"] },
   upstream: { status: 502, anthropic: "api_error", openai: ["server_error", "bad_gateway"] },
+  // OpenAI answers a body it cannot parse so, without a code
+  invalid: { status: 400, anthropic: "invalid_request_error", openai: ["invalid_request_error", null] },
+  unmetered: {
+    status: 400,
+    anthropic: "invalid_request_error",
+    openai: ["invalid_request_error", "unsupported_parameter"],
+  },
+  too_large: {
+    status: 413,
+    anthropic: "request_too_large",
+    openai: ["invalid_request_error", "request_too_large"],
+  },
 };
 
-/** An error of the gateway's own, in the shape and status the API's clients expect of it. */
+/**
+ * An error of the gateway's own, in the shape and status the API's clients expect of it; `param`:
+ * the request field it is about (OpenAI's shape names it).
+ */
 export function errorAnswer(
   api: ApiKind,
   kind: GatewayError,
   message: string,
+  param: string | null = null,
 ): { status: number; body: string } {
   const error = ERRORS[kind];
   const status = kind === "budget" && api === "anthropic" ? 402 : error.status;
   const body =
     api === "anthropic"
       ? { type: "error", error: { type: error.anthropic, message } }
-      : { error: { message, type: error.openai[0], param: null, code: error.openai[1] } };
+      : { error: { message, type: error.openai[0], param, code: error.openai[1] } };
   return { status, body: JSON.stringify(body) };
-}
-
-/** Headers of one hop (RFC 9110 7.6.1) and the credential's: never forwarded either way. */
-const HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "proxy-connection",
-  "te",
-  "trailer",
-  "transfer-encoding",
-  "upgrade",
-  "host",
-  "authorization",
-  "x-api-key",
-  "accept-encoding",
-]);
-
-/**
- * Headers as they pass the gateway, either way (the client's to the upstream, the upstream's back):
- * no hop headers, and neither the gateway token nor a credential.
- */
-export function passedHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || HOP.has(name)) continue;
-    out[name] = value;
-  }
-  return out;
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "../../shared/logger.ts";
-import { passedHeaders } from "./apis.ts";
+import { passedHeaders } from "./headers.ts";
 import { answerJson, openUpstream } from "./upstream.ts";
 
 /**

@@ -195,6 +195,19 @@ export class ModelGateway implements LeaseRegistry {
       );
       return;
     }
+    // an agent that retries a refused key must not hammer the API with it (nor be forwarded on it)
+    if (lease.refusal?.kind === "dead") {
+      answerJson(
+        response,
+        request,
+        errorAnswer(
+          lease.api,
+          "unauthorized",
+          `the model API of target ${lease.target.name} refused credential ${lease.credential} (${lease.refusal.reason}); svc's gateway forwards nothing more with this gateway token: the attempt goes on with the target's next credential, or fix or replace the key`,
+        ),
+      );
+      return;
+    }
     const route = path.startsWith("/") ? routeOf(lease.api, request.method ?? "GET", path) : undefined;
     if (!route) {
       this.#deps.logger.warn(

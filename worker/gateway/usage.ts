@@ -52,6 +52,8 @@ export function costOf(usage: Usage, price: TargetPrice | undefined): number {
   );
 }
 
+const NONE: Readonly<Usage> = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+
 const count = (value: unknown): number => (typeof value === "number" && value >= 0 ? value : 0);
 
 /** The model APIs svc's runtimes speak, by the shape of their answers. */
@@ -101,20 +103,59 @@ export function usageOfBody(text: string): Usage | undefined {
     return undefined; // not JSON: an answer without usage
   }
   const found = usageOf((body as { usage?: unknown } | null)?.usage);
-  return found ? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, ...found } : undefined;
+  // a usage without both counts is not one the gateway can charge by: the estimate applies
+  if (found?.input === undefined || found.output === undefined) return undefined;
+  return { ...NONE, ...found };
+}
+
+/**
+ * Tokens charged for `bytes` of a request or an answer whose usage the gateway could not read:
+ * one token per 4 bytes, rounded up. Tokenizers average about 4 characters a token on text, and
+ * the bytes on the wire also hold JSON and event framing, so this is no less than what the API
+ * counts for the same text: a run never goes past its budget because an answer hid its usage.
+ */
+export function estimatedTokens(bytes: number): number {
+  return Math.ceil(bytes / 4);
+}
+
+/**
+ * What a model call is charged: its usage as the API reported it when the gateway read all of
+ * it; otherwise (no usage, an answer too large to read, a stream cut before its last usage event)
+ * the estimate of the bytes sent (input) and received (output), or what was read when that is more.
+ */
+export function chargedUsage(
+  read: Usage | undefined,
+  complete: boolean,
+  sent: number,
+  received: number,
+): Usage {
+  if (read && complete) return read;
+  const partial = read ?? NONE;
+  return {
+    ...partial,
+    input: Math.max(partial.input, estimatedTokens(sent)),
+    output: Math.max(partial.output, estimatedTokens(received)),
+  };
 }
 
 /**
  * Reads the usage out of a server-sent event stream as it passes, chunk by chunk, without holding
  * it back: only `data:` lines that mention "usage" are parsed. Anthropic sends the prompt's counts
- * in `message_start` and the running output count in `message_delta` (later values replace
- * earlier ones); OpenAI Responses sends it in `response.completed` (or `.incomplete`, `.failed`);
- * Chat Completions in its last chunk when the caller asked for it.
+ * in `message_start` and the running (cumulative) counts in `message_delta`; OpenAI Responses
+ * sends it in `response.completed` (or `.incomplete`, `.failed`); Chat Completions in its last
+ * chunk (the gateway asks for it, forward.ts). Counts are cumulative, so each field keeps its
+ * largest value: a later event that leaves out the cache fields does not erase them.
  */
 export class StreamUsage {
   readonly #decoder = new StringDecoder("utf8");
   #carry = "";
   #usage: Usage | undefined;
+  #final = false;
+
+  /** Whether the stream's last usage event was read (anything but Anthropic's `message_start`). */
+  get final(): boolean {
+    return this.#final;
+  }
 
   push(chunk: Buffer): void {
     const text = this.#carry + this.#decoder.write(chunk);
@@ -147,6 +188,13 @@ export class StreamUsage {
     const nested = (event.message ?? event.response) as { usage?: unknown } | undefined;
     const found = usageOf(event.usage ?? nested?.usage);
     if (!found) return;
-    this.#usage = { ...(this.#usage ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }), ...found };
+    const was = this.#usage ?? NONE;
+    this.#usage = {
+      input: Math.max(was.input, found.input ?? 0),
+      output: Math.max(was.output, found.output ?? 0),
+      cacheRead: Math.max(was.cacheRead, found.cacheRead ?? 0),
+      cacheWrite: Math.max(was.cacheWrite, found.cacheWrite ?? 0),
+    };
+    if (event.type !== "message_start" && found.output !== undefined) this.#final = true;
   }
 }
