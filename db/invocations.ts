@@ -1,3 +1,4 @@
+import type { PullHead } from "../shared/codehost/github-reads.ts";
 import type { Diagnostic } from "../shared/diagnostics.ts";
 import type { Queryable } from "./queryable.ts";
 
@@ -21,6 +22,8 @@ export interface InvocationRow {
   concurrency_group: string | null;
   /** the revision its event names, read by a later run of the group as PREVIOUS_SHA */
   head_sha: string | null;
+  /** what it would publish is recorded as its artifact instead (migration 100) */
+  outputs_held: boolean;
 }
 
 export interface QueuedRun {
@@ -36,6 +39,8 @@ export interface QueuedRun {
   /** the concurrency group's key; absent or null: none */
   group?: string | null;
   headSha?: string | null;
+  /** its outputs are held back (db/migrations/100_held_outputs.sql) */
+  outputsHeld?: boolean;
 }
 
 /** The queued runs of a whole dispatch batch: their workloads and invocations in one statement. */
@@ -48,10 +53,10 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
        SELECT id, trigger_id, pipeline, owner, 'open', workspace, pipeline_version
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $8::text[])
            AS r(id, trigger_id, pipeline, owner, workspace, pipeline_version))
-     INSERT INTO svc.invocations (id, workload_id, status, target, concurrency_group, head_sha)
-     SELECT id, workload_id, 'queued', target, concurrency_group, head_sha
-       FROM unnest($6::text[], $1::text[], $7::text[], $9::text[], $10::text[])
-         AS r(id, workload_id, target, concurrency_group, head_sha)`,
+     INSERT INTO svc.invocations (id, workload_id, status, target, concurrency_group, head_sha, outputs_held)
+     SELECT id, workload_id, 'queued', target, concurrency_group, head_sha, coalesce(held, false)
+       FROM unnest($6::text[], $1::text[], $7::text[], $9::text[], $10::text[], $11::boolean[])
+         AS r(id, workload_id, target, concurrency_group, head_sha, held)`,
     [
       column("workloadId"),
       column("triggerId"),
@@ -63,6 +68,7 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
       column("pipelineVersion"),
       column("group"),
       column("headSha"),
+      column("outputsHeld"),
     ],
   );
 }
@@ -88,8 +94,8 @@ export async function insertWorkloadWithClaimedInvocation(
        INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace, pipeline_version)
        VALUES ($1, $2, $3, $4, 'open', $5, $9) RETURNING id)
      INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at,
-                                  concurrency_group, head_sha)
-     SELECT $6, w.id, 'running', $7, $8, now(), 1, now(), $10, $11 FROM w
+                                  concurrency_group, head_sha, outputs_held)
+     SELECT $6, w.id, 'running', $7, $8, now(), 1, now(), $10, $11, $12 FROM w
      RETURNING *, (SELECT b.open_until FROM svc.circuit_breakers b WHERE b.pipeline = $3 AND b.open_until > now())
        AS breaker_open_until`,
     values: [
@@ -104,6 +110,7 @@ export async function insertWorkloadWithClaimedInvocation(
       row.pipelineVersion,
       row.group ?? null,
       row.headSha ?? null,
+      row.outputsHeld ?? false,
     ],
   });
   const { breaker_open_until: breakerOpenUntil, ...invocation } = rows[0]!;
@@ -119,6 +126,8 @@ export interface TriggerEvent {
   replay_of: string | null;
   /** see LockedTrigger.author_association */
   author_association?: "owner" | "member" | "none" | null;
+  /** see LockedTrigger.pull_head */
+  pull_head?: PullHead | null;
 }
 
 /** A run claimed from its lane, with the rows it runs from, read by the claim itself. */
@@ -164,6 +173,7 @@ export async function claimRuns(
       trigger_payload: unknown;
       trigger_replay_of: string | null;
       trigger_author: "owner" | "member" | "none" | null;
+      trigger_pull_head: PullHead | null;
       breaker_open_until: Date | null;
     }
   >({
@@ -184,7 +194,7 @@ export async function claimRuns(
      SELECT c.*, w.pipeline AS run_pipeline, w.trigger_id AS run_trigger_id,
             t.kind AS trigger_kind, t.source AS trigger_source, t.event_name AS trigger_event_name,
             t.payload AS trigger_payload, t.replay_of AS trigger_replay_of,
-            t.author_association AS trigger_author, b.open_until AS breaker_open_until
+            t.author_association AS trigger_author, t.pull_head AS trigger_pull_head, b.open_until AS breaker_open_until
        FROM claimed c
        JOIN svc.workloads w ON w.id = c.workload_id
        LEFT JOIN svc.triggers t ON t.id = w.trigger_id
@@ -201,6 +211,7 @@ export async function claimRuns(
       trigger_payload: payload,
       trigger_replay_of: replayOf,
       trigger_author: author,
+      trigger_pull_head: head,
       breaker_open_until: breakerOpenUntil,
       ...invocation
     } = row;
@@ -210,7 +221,10 @@ export async function claimRuns(
       trigger:
         kind === null
           ? null
-          : { kind, source, event_name: eventName, payload, replay_of: replayOf, author_association: author },
+          : {
+              ...{ kind, source, event_name: eventName, payload, replay_of: replayOf },
+              ...{ author_association: author, pull_head: head },
+            },
       breakerOpenUntil,
     };
   });

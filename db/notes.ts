@@ -72,20 +72,24 @@ export async function insertNote(
 /**
  * Who reads notes. A run (its token) reads the notes of its own repository and the team's (repo
  * null), and of those only the trusted ones and its own: another repository's note, or a stranger's
- * untrusted one, does not exist for it. An operator reads every repository's notes; listings leave
+ * untrusted one, does not exist for it. An outsider's run (`outsider`) reads its repository's
+ * alone: the team's notes are the team's, not the repository's, and its prompt is a stranger's
+ * text that could have it post them. An operator reads every repository's notes; listings leave
  * untrusted ones out unless `untrusted` asks for them.
  */
 export type NoteReader =
   | { kind: "operator"; untrusted: boolean }
-  | { kind: "run"; repo: string | null; invocation: string };
+  | { kind: "run"; repo: string | null; invocation: string; outsider?: boolean };
 
 function addReader(conditions: Conditions, reader: NoteReader): void {
   if (reader.kind === "operator") {
     if (!reader.untrusted) conditions.add((n) => `trusted = ${n}`, true);
     return;
   }
-  // a run without a repository compares with null, which matches nothing: it reads the team's notes only
-  conditions.add((n) => `(repo IS NULL OR repo = ${n})`, reader.repo);
+  // a run without a repository compares with null, which matches nothing: it reads the team's
+  // notes only, and an outsider's run without one reads none
+  if (reader.outsider) conditions.add((n) => `repo = ${n}`, reader.repo);
+  else conditions.add((n) => `(repo IS NULL OR repo = ${n})`, reader.repo);
   conditions.add((n) => `(trusted OR invocation_id = ${n})`, reader.invocation);
 }
 

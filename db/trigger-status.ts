@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { PullHead } from "../shared/codehost/github-reads.ts";
 import type { Queryable } from "./queryable.ts";
 import { withTransaction } from "./transaction.ts";
 
@@ -23,10 +24,14 @@ export interface LockedTrigger {
   has_workloads: boolean;
   /** the author's association svc established (GitLab: the members API), null when not looked up */
   author_association: "owner" | "member" | "none" | null;
+  /** a commented pull request's head and base as dispatch read them (GitHub), null when not looked up */
+  pull_head: PullHead | null;
+  /** its runs' outputs are held back and recorded instead of published (migration 100) */
+  hold_outputs: boolean;
 }
 
 const LOCKED_COLUMNS = `t.id, t.kind, t.source, t.event_name, t.status, t.payload, t.owner, t.replay_of, t.eval_run_id,
-       t.author_association, EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
+       t.author_association, t.pull_head, t.hold_outputs, EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
 
 /**
  * Row-locks a batch of triggers for one dispatch transaction, in id order so that two workers
@@ -43,13 +48,43 @@ export async function lockTriggers(db: pg.ClientBase, ids: string[]): Promise<Ma
   return new Map(rows.map((row) => [row.id, row]));
 }
 
-/** Keeps the author's association dispatch established for a GitLab event (see 098_trigger_author.sql). */
+/** Keeps the author's association dispatch established where the payload states none (see 098_trigger_author.sql). */
 export async function recordTriggerAuthor(
   db: pg.ClientBase,
   id: string,
   association: "owner" | "member" | "none",
 ): Promise<void> {
   await db.query("UPDATE svc.triggers SET author_association = $2 WHERE id = $1", [id, association]);
+}
+
+/** Keeps the head dispatch read for a comment on a pull request (see 099_trigger_pull_head.sql). */
+export async function recordTriggerPullHead(db: pg.ClientBase, id: string, head: PullHead): Promise<void> {
+  await db.query("UPDATE svc.triggers SET pull_head = $2 WHERE id = $1", [id, JSON.stringify(head)]);
+}
+
+/** The fields a run resolves its event from, with what dispatch established (worker/event/resolve.ts). */
+export interface TriggerEventRow {
+  kind: string;
+  source: string;
+  event_name: string;
+  payload: unknown;
+  replay_of: string | null;
+  author_association: "owner" | "member" | "none" | null;
+  pull_head: PullHead | null;
+}
+
+/**
+ * A trigger as a run or a replay resolves it. Kept apart from db/triggers.ts getTrigger, whose row
+ * is the API's: what dispatch established is the worker's record, not part of the contract.
+ */
+export async function getTriggerEvent(db: Queryable, id: string): Promise<TriggerEventRow | undefined> {
+  const { rows } = await db.query<TriggerEventRow>({
+    name: "svc_get_trigger_event",
+    text: `SELECT kind, source, event_name, payload, replay_of, author_association, pull_head
+             FROM svc.triggers WHERE id = $1`,
+    values: [id],
+  });
+  return rows[0];
 }
 
 /**

@@ -18,6 +18,8 @@ export interface NewTrigger {
   payloadJson: string;
   owner?: string | null;
   replayOf?: string | null;
+  /** its runs publish nothing: what they would post is recorded as their artifact (migration 100) */
+  holdOutputs?: boolean;
 }
 
 export interface TriggerSummary {
@@ -67,10 +69,11 @@ export async function insertTriggers(
   const inserted = await db.query<{ id: string }>({
     // prepared once per connection: this runs for every accepted webhook
     name: "svc_insert_triggers",
-    text: `INSERT INTO svc.triggers (id, kind, source, event_name, delivery_id, payload, owner, replay_of)
-       SELECT t.id, t.kind, t.source, t.event_name, t.delivery_id, t.payload::jsonb, t.owner, t.replay_of
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
-              WITH ORDINALITY AS t(id, kind, source, event_name, delivery_id, payload, owner, replay_of, n)
+    text: `INSERT INTO svc.triggers (id, kind, source, event_name, delivery_id, payload, owner, replay_of, hold_outputs)
+       SELECT t.id, t.kind, t.source, t.event_name, t.delivery_id, t.payload::jsonb, t.owner, t.replay_of, t.hold
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                     $9::boolean[])
+              WITH ORDINALITY AS t(id, kind, source, event_name, delivery_id, payload, owner, replay_of, hold, n)
         ORDER BY t.n
        ON CONFLICT (source, delivery_id) WHERE delivery_id IS NOT NULL DO NOTHING
        RETURNING id`,
@@ -83,6 +86,7 @@ export async function insertTriggers(
       triggers.map((t) => t.payloadJson),
       triggers.map((t) => t.owner ?? null),
       triggers.map((t) => t.replayOf ?? null),
+      triggers.map((t) => t.holdOutputs ?? false),
     ],
   });
   const created = new Set(inserted.rows.map((row) => row.id));

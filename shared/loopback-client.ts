@@ -30,7 +30,9 @@ export type LoopbackVerdict = { local: true } | { local: false; refused?: string
  * - Sec-Fetch-Site, when present, is `same-origin` or `none` (typed URL, bookmark). `same-site`
  *   is refused too: another port of localhost is a different program.
  *
- * Programs that are not browsers send none of Origin and Sec-Fetch-Site, so they keep `*`.
+ * Programs that are not browsers send none of Origin and Sec-Fetch-Site, so they keep `*`. A
+ * container on the host's network is such a program too, which is why the configuration refuses
+ * `network: host` for sandboxes while this rule is on (shared/config/sandboxes.ts checkHostNetwork).
  */
 export function loopbackVerdict(req: IncomingMessage): LoopbackVerdict {
   const peer = req.socket.remoteAddress;

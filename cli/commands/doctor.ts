@@ -6,12 +6,16 @@ import { openKeyProber } from "../../worker/gateway/probe.ts";
 import { configDirOf, dirFlag } from "../config-dir-flag.ts";
 import { DOCTOR_CHECKS, doctorContext, runDoctor } from "../doctor/checks.ts";
 import { DEEP_CHECKS } from "../doctor/deep.ts";
+import { type FireReport, fireLines, fireOk, fireRehearsal, parsePullReference } from "../doctor/fire.ts";
+import { fromDaemon } from "../from-daemon.ts";
 
 export interface DoctorJson {
   ok: boolean;
   dir: string;
   checks: { name: string; status: string; detail: string }[];
   problems: ProblemJson[];
+  /** `--fire`: the rehearsal's trigger, its runs and what each would have posted */
+  fire?: FireReport;
 }
 
 export default class Doctor extends Command {
@@ -32,12 +36,17 @@ export default class Doctor extends Command {
     "SVC_DATABASE_URL, else from the daemon); the sandbox engine answers and has the images sandboxed pipelines " +
     "run in; each credential of an openai, claude-code or codex target is accepted by its model API (one " +
     "one-token request through svc's model gateway); and each agent CLI a sandboxed pipeline runs starts in " +
-    "its image. A link this machine cannot check says so.";
+    "its image. A link this machine cannot check says so. `--deep --fire <owner>/<repo>#<number>` then asks the " +
+    "daemon (SVC_DAEMON_URL, a token with pipelines:invoke and triggers:read) to replay that open pull request's " +
+    "synchronize through the pipelines it fires, built from GitHub's answer, with outputs held back: nothing is " +
+    "posted, no live review is cancelled, and doctor prints, per pipeline, how its run ended and the review it " +
+    "would have posted (the run's held/outputs.md artifact). Exits 1 when a run did not complete.";
   static override examples = [
     "<%= config.bin %> doctor",
     "<%= config.bin %> doctor --dir /etc/svc",
     "SVC_DATABASE_URL=postgres://svc@db/svc <%= config.bin %> doctor --json",
     "<%= config.bin %> doctor --deep",
+    "<%= config.bin %> doctor --deep --fire acme/api#42",
   ];
   static override enableJsonFlag = true;
   static override flags = {
@@ -47,15 +56,29 @@ export default class Doctor extends Command {
         "also check the chain to the first pull request: the App's installations, the webhook's last delivery, the sandbox engine and images, the targets' keys, the agent CLIs in their images",
       default: false,
     }),
+    fire: Flags.string({
+      description:
+        "after the deep checks (--fire implies --deep), replay this open pull request's synchronize with outputs held back and show the review it would post",
+      helpValue: "<owner>/<repo>#<number>",
+    }),
+    // no dependsOn: oclif applies a default before it checks, and would ask for --fire on every run
+    "fire-timeout": Flags.integer({
+      description: "with --fire: seconds to wait for the rehearsal's runs to finish",
+      default: 900,
+      min: 1,
+    }),
   };
 
   async run(): Promise<DoctorJson> {
     const { flags } = await this.parse(Doctor);
+    const pull = flags.fire === undefined ? undefined : parsePullReference(flags.fire);
+    if (typeof pull === "string") this.error(pull, { exit: 2 });
     const dir = configDirOf(flags.dir);
-    const checks = flags.deep ? [...DOCTOR_CHECKS, ...DEEP_CHECKS] : DOCTOR_CHECKS;
+    const deep = flags.deep || pull !== undefined;
+    const checks = deep ? [...DOCTOR_CHECKS, ...DEEP_CHECKS] : DOCTOR_CHECKS;
     const context = doctorContext(dir, process.env);
     // the command is where roles are wired, as `svc worker` wires the worker: checks import none
-    const report = await runDoctor(checks, flags.deep ? { ...context, keyProber: openKeyProber } : context);
+    const report = await runDoctor(checks, deep ? { ...context, keyProber: openKeyProber } : context);
     if (!report.ok) process.exitCode = 1;
     if (!this.jsonEnabled()) {
       for (const check of report.checks)
@@ -67,7 +90,25 @@ export default class Doctor extends Command {
           : "\ndoctor: fix the errors above, then run svc doctor again",
       );
     }
-    return { ok: report.ok, dir, checks: report.checks, problems: report.problems.map(problemJson) };
+    const answer: DoctorJson = {
+      ok: report.ok,
+      dir,
+      checks: report.checks,
+      problems: report.problems.map(problemJson),
+    };
+    if (!pull) return answer;
+    if (!this.jsonEnabled()) this.log("");
+    const fire = await fromDaemon(this, (client) =>
+      fireRehearsal(client, pull, {
+        log: (line) => {
+          if (!this.jsonEnabled()) this.log(line);
+        },
+        timeoutMs: flags["fire-timeout"] * 1000,
+      }),
+    );
+    if (!this.jsonEnabled()) for (const line of fireLines(pull, fire)) this.log(line);
+    if (!fireOk(fire)) process.exitCode = 1;
+    return { ...answer, ok: answer.ok && fireOk(fire), fire };
   }
 }
 

@@ -18,7 +18,8 @@ const GRANTS: Record<string, string> = {
   "workloads:admin":
     "cross-owner workload access, and trusting an outsider's note (never a run token); includes workloads:read and workloads:write",
   "triggers:read": "list and inspect triggers, read `/trace` lineage",
-  "pipelines:invoke": "fire a pipeline, replay a trigger, dispatch a URL, run a schedule now",
+  "pipelines:invoke":
+    "fire a pipeline, replay a trigger, dispatch a URL, run a schedule now, rehearse a pull request with outputs held back",
   "knowledge:read": "`POST /ask` and the knowledge listing",
   "repos:read": "the configured repos and their pull requests",
   "evals:write": "list and curate evals, read eval statistics and cohort comparisons",

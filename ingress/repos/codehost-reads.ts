@@ -38,6 +38,18 @@ export interface OpenPull {
 export interface CodehostReads {
   defaultBranch(repo: string): Promise<string>;
   openPulls(repo: string): Promise<OpenPull[]>;
+  /** one pull request as GitHub's REST API answers it (the shape of a webhook's `pull_request`) */
+  pull(repo: string, number: number): Promise<GithubPull>;
+}
+
+/** The parts of GitHub's pull request object a rehearsal builds its event from. */
+export interface GithubPull {
+  number: number;
+  state: string;
+  user: { login: string } | null;
+  head: { sha: string; ref: string; repo: unknown };
+  base: { sha: string; ref: string; repo: unknown };
+  [field: string]: unknown;
 }
 
 /** One per daemon process: the default-branch cache lives as long as the configuration. */
@@ -91,6 +103,20 @@ export function codehostReads(deps: {
         throw refusal(error, repo, token, identityOf(deps.config));
       }
       return pulls;
+    },
+    async pull(repo, number) {
+      const { octokit, token } = await connect(repo);
+      const [owner, name] = repo.split("/");
+      const { data } = await octokit
+        .request("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+          owner: owner!,
+          repo: name!,
+          pull_number: number,
+        })
+        .catch((error: unknown) => {
+          throw refusal(error, repo, token, identityOf(deps.config));
+        });
+      return data as unknown as GithubPull;
     },
   };
 }

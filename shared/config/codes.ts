@@ -40,7 +40,7 @@ export const CONFIG_CODES = {
   outputs_without_schema: "`outputs` is set without `result.schema`",
   output_config_refused: "a handler of the code-host family was given a `config` block",
   output_option_refused:
-    "`sticky`, `progress` or `resolve_outdated` on a handler that does not take it, or `progress` without `sticky`",
+    "`sticky`, `progress`, `resolve_outdated` or `target` on a handler that does not take it, or `progress` without `sticky`",
   env_reserved: "a pipeline `env` name starts with the reserved `SVC_` prefix",
   setup_template: "a setup step uses a `{{ ... }}` placeholder",
   mount_refused:

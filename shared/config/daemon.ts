@@ -16,7 +16,7 @@ import { readLog } from "./log.ts";
 import { readMetrics } from "./metrics.ts";
 import { DEFAULT_CODEHOST_API_URL, readCodehost } from "./outputs.ts";
 import { checkKeys, mapping, quote, type YamlMap } from "./read.ts";
-import { readSandboxes } from "./sandboxes.ts";
+import { checkHostNetwork, readSandboxes } from "./sandboxes.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
 import type { DaemonSettings } from "./types.ts";
 
@@ -85,6 +85,8 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
   const webhooks = readWebhooks(f, root);
   const repos = readRepos(f, root);
   const codehost = readCodehost(f, root);
+  const sandboxes = readSandboxes(f, root, env);
+  checkHostNetwork(f, ["sandboxes", "network"], sandboxes.network, server.loopbackStar);
 
   return {
     server,
@@ -100,7 +102,7 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
     auth: readAuth(f, root),
     worker: readWorker(f, root),
     workspaces: readWorkspaces(f, root),
-    sandboxes: readSandboxes(f, root, env),
+    sandboxes,
     ...(root.metrics !== undefined ? { metrics: readMetrics(f, root) } : {}),
     ...withLog(readLog(f, root)),
   };

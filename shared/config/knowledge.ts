@@ -1,4 +1,5 @@
-import { checkKeys, int, mapping, num, oneOf, str, strList, type YamlMap } from "./read.ts";
+import { posix } from "node:path";
+import { checkKeys, int, mapping, num, oneOf, quote, str, strList, type YamlMap } from "./read.ts";
 import { type ConfigFile, formatPath } from "./source.ts";
 import type { ConfigSnapshot } from "./types.ts";
 
@@ -13,7 +14,8 @@ export const DEFAULT_VECTOR_URL = "http://127.0.0.1:8000";
  */
 export function readKnowledgeSettings(f: ConfigFile, root: YamlMap): ConfigSnapshot["knowledge"] {
   const knowledge = child(f, root, "knowledge", []) ?? {};
-  checkKeys(f, knowledge, ["knowledge"], ["retrieval"]);
+  checkKeys(f, knowledge, ["knowledge"], ["retrieval", "outsiders"]);
+  const outsiders = readOutsiders(f, knowledge);
   const retrieval = child(f, knowledge, "retrieval", ["knowledge"]) ?? {};
   const path = ["knowledge", "retrieval"];
   checkKeys(f, retrieval, path, ["engine", "topK", "minScore", "rewrite", "bin", "url", "embedder"]);
@@ -60,7 +62,44 @@ export function readKnowledgeSettings(f: ConfigFile, root: YamlMap): ConfigSnaps
       ...(url !== undefined && isHttpUrl(url) ? { url } : {}),
       ...(embedder !== undefined ? { embedder } : {}),
     },
+    ...(outsiders !== undefined ? { outsiders } : {}),
   };
+}
+
+/**
+ * `knowledge.outsiders`: `none` (the default), or the folder of `knowledge/` whose documents an
+ * outsider's run may read. Written relative to `knowledge/`; one that leaves it, or that discovery
+ * skips (a hidden one), is refused rather than silently giving outsiders nothing or everything.
+ */
+function readOutsiders(f: ConfigFile, knowledge: YamlMap): string | undefined {
+  const path = ["knowledge", "outsiders"];
+  const value = str(f, knowledge, "outsiders", ["knowledge"]);
+  if (value === undefined || value === "none") return undefined;
+  const folder = posix.normalize(value.trim()).replace(/\/+$/, "");
+  if (
+    !value.includes("\\") &&
+    !posix.isAbsolute(folder) &&
+    folder !== "." &&
+    !folder.split("/").some((part) => part === ".." || part.startsWith("."))
+  )
+    return folder;
+  f.report(
+    path,
+    "invalid_value",
+    `"${formatPath(path)}" must be none or a folder inside the knowledge base, written relative to knowledge/ without hidden parts, such as public for knowledge/public/ (got ${quote(value)})`,
+  );
+  return undefined;
+}
+
+/**
+ * Whether an outsider's run may read the knowledge document at `path` (`knowledge/…`, as the
+ * knowledge service names them): only one under the `knowledge.outsiders` folder. The path is
+ * normalised first, so `knowledge/public/../secret.md` is judged as the document it reads.
+ */
+export function outsiderMayRead(outsiders: string | undefined, path: string): boolean {
+  if (outsiders === undefined) return false;
+  const wanted = posix.normalize(path).replace(/^\.\//, "");
+  return wanted.startsWith(`knowledge/${outsiders}/`);
 }
 
 function child(f: ConfigFile, obj: YamlMap, key: string, path: (string | number)[]): YamlMap | undefined {

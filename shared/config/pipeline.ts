@@ -17,7 +17,7 @@ import { checkTriggerSources, readTrigger } from "./pipeline/trigger.ts";
 import { inheritedVersion, readVersion } from "./pipeline/version.ts";
 import { checkKeys, mapping, quote, str, type YamlMap } from "./read.ts";
 import { reportRemovedKeys } from "./removed-keys.ts";
-import { checkSandboxReferences, readPipelineSandbox } from "./sandboxes.ts";
+import { checkHostNetwork, checkSandboxReferences, readPipelineSandbox } from "./sandboxes.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "./source.ts";
 import type { Pipeline } from "./types.ts";
 
@@ -187,6 +187,8 @@ function checkDaemonReferences(f: ConfigFile, draft: PipelineDraft, ctx: Pipelin
   checkTriggerSources(f, draft, ctx.daemon);
   checkPipelineTools(f, draft.tools ?? [], ctx.daemon.hostTools);
   if (draft.sandbox && ctx.daemon.sandboxes) checkSandboxReferences(f, draft.sandbox, ctx.daemon.sandboxes);
+  // a pipeline without its own network takes daemon.yaml's, which is judged there
+  checkHostNetwork(f, ["sandbox", "network"], draft.sandbox?.network, ctx.daemon.server.loopbackStar);
   for (const [key, binding] of Object.entries(draft.outputs)) {
     if (binding.config && !ctx.declared.bots.has(binding.config.bot)) {
       f.report(

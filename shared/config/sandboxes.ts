@@ -295,6 +295,28 @@ function withoutSlash(path: string): string {
   return normal.length > 1 ? normal.replace(/\/+$/, "") : normal;
 }
 
+/**
+ * `network: host` is refused while the loopback rule is on (`server.loopback_star`, absent = on):
+ * a container in the host's network namespace connects to the ingress from 127.0.0.1 without a
+ * forwarding header, exactly as the svc CLI does, so it would act as `*` without a token and could
+ * fire unsandboxed pipelines, run host tools and trust notes. `path` is the key as written:
+ * `sandboxes.network` of daemon.yaml, or a pipeline's `sandbox.network`.
+ */
+export function checkHostNetwork(
+  f: ConfigFile,
+  path: KeyPath,
+  network: string | undefined,
+  loopbackStar: boolean | undefined,
+): void {
+  if (network !== "host" || loopbackStar === false) return;
+  const key = formatPath(path);
+  f.report(
+    path,
+    "invalid_value",
+    `"${key}: host" puts the sandbox in the host's network, where its requests reach the daemon from 127.0.0.1 and the loopback rule ("server.loopback_star", on by default) gives them "*" without a token - use ${key}: none (the default: the agent reaches its model and svc through the gateway's socket only) or the name of an engine network you created (docker network create svc-agents), or set "server.loopback_star: false" in daemon.yaml so that every caller needs a token`,
+  );
+}
+
 /** What the pipeline's sandbox refers to in daemon.yaml: its image variant, and the engine's socket. */
 export function checkSandboxReferences(
   f: ConfigFile,

@@ -19,6 +19,11 @@ export interface WebhookSource {
    * also carry a valid Standard Webhooks signature, besides the secret token in `X-Gitlab-Token`.
    */
   signingSecret?: SecretSource;
+  /**
+   * `trusted_senders` (bearer and tracker sources only): whoever sends to it is of the team, so the
+   * notes its runs submit are trusted. Absent: untrusted, as such a payload names no author svc can judge.
+   */
+  trustedSenders?: boolean;
 }
 
 export interface TargetCredential {
@@ -149,6 +154,11 @@ export interface OutputBinding {
   progress?: boolean;
   /** codehost.review: resolve svc's own review threads whose lines changed */
   resolveOutdated?: boolean;
+  /**
+   * codehost.comment: `any` lets the result name another issue or pull request to post on (never
+   * for an outsider's run); absent: only the event's own
+   */
+  target?: "any";
 }
 
 export interface Pipeline {
@@ -352,6 +362,11 @@ export interface ConfigSnapshot {
       /** the host embedder runner: an executable on the PATH, JSON lines in and out */
       embedder?: string;
     };
+    /**
+     * `knowledge.outsiders`: the folder of the knowledge base (relative to `knowledge/`, no trailing
+     * slash) whose documents an outsider's run may read; absent (`none`): it reads no document
+     */
+    outsiders?: string;
   };
   /**
    * `repos.<owner>/<name>`: the repositories runs check out. `cloneUrl` is resolved at load: the

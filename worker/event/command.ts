@@ -1,5 +1,6 @@
 import { botName } from "../../shared/config/authors.ts";
 import type { AuthorAssociation, ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
+import { association } from "./authors.ts";
 import type { ResolvedEvent } from "./resolve.ts";
 
 /** A comment command on a pull (merge) request: `@<bot> <word> <args...>` at the start of the comment. */
@@ -21,21 +22,6 @@ type Json = Record<string, unknown>;
 
 function obj(value: unknown): Json | undefined {
   return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Json) : undefined;
-}
-
-const ASSOCIATIONS: Record<string, AuthorAssociation> = {
-  OWNER: "owner",
-  MEMBER: "member",
-  COLLABORATOR: "collaborator",
-  CONTRIBUTOR: "contributor",
-  FIRST_TIME_CONTRIBUTOR: "first_time_contributor",
-  FIRST_TIMER: "first_time_contributor",
-  NONE: "none",
-};
-
-/** GitHub's `author_association`, lower-cased; anything unreadable counts as `none`. */
-export function association(value: unknown): AuthorAssociation {
-  return (typeof value === "string" && ASSOCIATIONS[value.toUpperCase()]) || "none";
 }
 
 /**

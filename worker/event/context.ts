@@ -1,3 +1,6 @@
+import type { AuthorAssociation } from "../../shared/config/types.ts";
+import { commentedPull, type Facts, judgeGithubAuthor } from "./authors.ts";
+
 /**
  * What a trigger's payload says about the code it concerns and the agent it addresses. The
  * shapes are the code hosts' (GitHub's and GitLab's) and the tracker's (Linear-style) webhook
@@ -43,12 +46,21 @@ function named(value: unknown): string | undefined {
 }
 
 /**
- * `author`: the association svc established for a GitLab event's author (worker/queue/gitlab-author.ts);
- * without it a GitLab event's author is unknown, and unknown is a stranger.
+ * `author`: the association dispatch established where the payload states none (GitLab's members
+ * API, worker/queue/gitlab-author.ts; GitHub's permission API for a sender, worker/queue/github-facts.ts);
+ * without it such an author is unknown, and unknown is a stranger. `facts`: the head dispatch read
+ * for a comment on a pull request, and the channel a replay's original came through.
  */
-export function eventContext(kind: string, payload: unknown, author?: string): EventContext {
+export function eventContext(
+  kind: string,
+  payload: unknown,
+  author?: string,
+  facts: Omit<Facts, "author"> = {},
+): EventContext {
   const body = obj(payload) ?? {};
-  const context = isGitlab(body) ? gitlabContext(body, author) : githubContext(body);
+  const context = isGitlab(body)
+    ? gitlabContext(body, author)
+    : githubContext(body, { ...facts, channel: facts.channel ?? kind, author: established(author) });
   if (kind === "manual" || kind === "replay") {
     const agent = named(body.agent);
     const skill = named(body.skill);
@@ -63,8 +75,16 @@ export function eventContext(kind: string, payload: unknown, author?: string): E
   return context;
 }
 
-/** GitHub's shapes, and the flat `repo`/`sha`/`branch` (or `args`) of bearer webhooks and fires. */
-function githubContext(body: Json): EventContext {
+function established(author: string | undefined): Facts["author"] {
+  return author === "owner" || author === "member" || author === "none" ? author : undefined;
+}
+
+/**
+ * GitHub's shapes, and the flat `repo`/`sha`/`branch` (or `args`) of bearer webhooks and fires. A
+ * comment on a pull request states no head: the head dispatch read (`facts.head`) is its commit,
+ * branch and base, so the run checks out and publishes against the code the command was given on.
+ */
+function githubContext(body: Json, facts: Facts): EventContext {
   const args = obj(body.args) ?? {};
   const repository = obj(body.repository);
   const pull = obj(body.pull_request);
@@ -86,7 +106,8 @@ function githubContext(body: Json): EventContext {
     str(body.branch) ??
     str(args.branch) ??
     "";
-  const context: EventContext = { repo, sha, branch, outsider: isOutsider(body) };
+  const outsider = judgeGithubAuthor(body, facts).outsider || gitlabFork(body);
+  const context: EventContext = { repo, sha, branch, outsider };
   const number = eventNumber(body);
   if (number !== undefined) context.number = number;
   if (pull || obj(obj(body.issue)?.pull_request)) context.pull = true;
@@ -94,6 +115,12 @@ function githubContext(body: Json): EventContext {
   const baseSha = str(base?.sha);
   const baseRef = str(base?.ref);
   if (baseSha && baseRef) context.base = { sha: baseSha, ref: baseRef };
+  const read = facts.head;
+  if (read && commentedPull(body) !== undefined) {
+    context.sha = read.sha;
+    context.branch = read.ref;
+    context.base = { sha: read.base.sha, ref: read.base.ref };
+  }
   return context;
 }
 
@@ -131,7 +158,7 @@ function gitlabContext(body: Json, author: string | undefined): EventContext {
     repo,
     sha: "",
     branch: "",
-    outsider: isOutsider(body) || !insider,
+    outsider: gitlabFork(body) || !insider,
     gitlab: true,
   };
   if (request) {
@@ -176,46 +203,13 @@ export function eventNumber(payload: unknown): number | undefined {
   );
 }
 
-/** The code host's `author_association` values of the repository's own people. */
-const INSIDER_ASSOCIATIONS = new Set(["OWNER", "MEMBER", "COLLABORATOR"]);
-
-function sameName(a: unknown, b: unknown): boolean {
-  return typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
-}
-
 function projectId(value: unknown): string | undefined {
   return typeof value === "number" || typeof value === "string" ? String(value) : undefined;
 }
 
-/**
- * Whether an event comes from outside the repository's team, so that what its run writes (a note)
- * must not reach other runs until an operator trusts it. Outside means: a GitHub pull request from
- * another repository than its base (a fork, or a head repository deleted since: `head.repo` null);
- * an `author_association` of the pull request, comment, issue or review that is not OWNER, MEMBER
- * or COLLABORATOR (CONTRIBUTOR, FIRST_TIMER, NONE, or anything unreadable); a GitLab merge request
- * whose source project is not its target project. Read from the payload whatever the trigger kind:
- * a bearer webhook relaying a pull request carries the same stranger's text.
- */
-export function isOutsider(payload: unknown): boolean {
-  const body = obj(payload) ?? {};
-  const pull = obj(body.pull_request);
-  const head = obj(pull?.head);
-  if (head && "repo" in head) {
-    const headRepo = obj(head.repo);
-    if (!headRepo) return true;
-    const base = obj(obj(pull?.base)?.repo) ?? obj(body.repository);
-    const baseName = base?.full_name;
-    if (typeof baseName === "string" && !sameName(headRepo.full_name, baseName)) return true;
-  }
-  for (const key of ["pull_request", "comment", "issue", "review"]) {
-    const part = obj(body[key]);
-    if (part && "author_association" in part) {
-      const association = part.author_association;
-      if (typeof association !== "string" || !INSIDER_ASSOCIATIONS.has(association.toUpperCase()))
-        return true;
-    }
-  }
-  // GitLab: a merge request event carries it as object_attributes, a comment on one as merge_request
+/** A GitLab merge request (or a note on one) whose source project is not its target project. */
+function gitlabFork(body: Json): boolean {
+  // a merge request event carries it as object_attributes, a comment on one as merge_request
   const merge = [
     body.object_kind === "merge_request" ? obj(body.object_attributes) : undefined,
     obj(body.merge_request),
@@ -226,4 +220,30 @@ export function isOutsider(payload: unknown): boolean {
     if (source !== undefined && target !== undefined && source !== target) return true;
   }
   return false;
+}
+
+/**
+ * Whether an event comes from outside the repository's team, so that the author gates hold it to
+ * sandboxed pipelines and what its run writes (a note) must not reach other runs until an operator
+ * trusts it: a fork's code, an author outside OWNER, MEMBER, COLLABORATOR, or an author svc could
+ * not establish (worker/event/authors.ts has the whole rule); a GitLab merge request whose source
+ * project is not its target project. Read from the payload whatever the trigger kind: a bearer
+ * webhook relaying a pull request carries the same stranger's text. `facts` default to a code
+ * host's delivery with nothing established, the strictest reading.
+ */
+export function isOutsider(payload: unknown, facts: Facts = {}): boolean {
+  const body = obj(payload) ?? {};
+  return gitlabFork(body) || (!isGitlab(body) && judgeGithubAuthor(body, facts).outsider);
+}
+
+/**
+ * The association the author gates judge an event's `authors` by: GitHub's as worker/event/authors.ts
+ * reads it (`owner` for an event that names no person: the operator's); a GitLab event's as
+ * dispatch established it, `none` without. A fork's code is `none` whoever wrote it.
+ */
+export function eventAuthor(payload: unknown, facts: Facts = {}): AuthorAssociation {
+  const body = obj(payload) ?? {};
+  if (gitlabFork(body)) return "none";
+  if (isGitlab(body)) return facts.author ?? "none";
+  return judgeGithubAuthor(body, facts).author;
 }

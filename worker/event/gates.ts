@@ -1,13 +1,6 @@
 import type { Pipeline } from "../../shared/config/types.ts";
-import { association } from "./command.ts";
-import { isGitlabPayload, isOutsider } from "./context.ts";
+import { eventAuthor } from "./context.ts";
 import type { ResolvedEvent } from "./resolve.ts";
-
-type Json = Record<string, unknown>;
-
-function obj(value: unknown): Json | undefined {
-  return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Json) : undefined;
-}
 
 export interface GateResult {
   allowed: Pipeline[];
@@ -16,55 +9,42 @@ export interface GateResult {
 }
 
 /**
- * Who may start which pipeline: a pipeline with `authors` runs for those associations only (read
- * from the pull request, else the comment, issue or review, and a fork's pull request never counts
- * as its author's association: it is `none`); a pipeline without it runs for an outsider
- * (isOutsider: a fork, or an author who is not owner, member or collaborator) only when it is
- * sandboxed, since an unsandboxed run has the worker's credentials and network.
+ * Who may start which pipeline: a pipeline with `authors` runs for those associations only; a
+ * pipeline without it runs for an outsider only when it is sandboxed, since an unsandboxed run has
+ * the worker's credentials and network. Who the author is and whether they are outside is the
+ * event model's judgement (worker/event/authors.ts: the payload's stated association, else the
+ * sender's permission dispatch established, failing closed; a fork's code is `none`), so the gate
+ * itself reads nothing but the event.
  *
- * A GitLab payload states no association: its author is what dispatch established through the
- * members API (`established`), `none` when it could not, and a fork's merge request is `none`.
+ * A sandbox on the host's network (`network: host`, the pipeline's or `sandboxes.network`) is no
+ * sandbox here: it shares the worker's network namespace, its loopback services and whatever the
+ * host's address may reach.
  */
 export function gatePipelines(
   pipelines: Pipeline[],
-  event: Pick<ResolvedEvent, "payload" | "author" | "context">,
+  event: Pick<ResolvedEvent, "payload" | "author" | "context"> &
+    Partial<Pick<ResolvedEvent, "kind" | "head">>,
+  sandboxes?: { network?: string },
 ): GateResult {
-  const { payload } = event;
-  // the event model already judged who is outside, GitLab's established author included
   const { outsider } = event.context;
-  const gitlab = isGitlabPayload(payload);
-  const fork = isOutsider(payload) && (gitlab || fromFork(payload));
-  const author = fork ? "none" : gitlab ? (event.author ?? "none") : authorOf(payload);
+  const author = eventAuthor(event.payload, {
+    author: event.author,
+    head: event.head,
+    // a replay is judged as its original's channel delivered it (ResolvedEvent.kind is the original's)
+    ...(event.kind ? { channel: event.kind } : {}),
+  });
   const allowed: Pipeline[] = [];
   const gated: Pipeline[] = [];
   for (const pipeline of pipelines) {
     const ok = pipeline.authors
       ? pipeline.authors.includes(author)
-      : !outsider || pipeline.sandbox !== undefined;
+      : !outsider || isolated(pipeline, sandboxes);
     (ok ? allowed : gated).push(pipeline);
   }
   return { allowed, gated };
 }
 
-function authorOf(payload: unknown) {
-  const body = obj(payload) ?? {};
-  for (const key of ["pull_request", "comment", "issue", "review"]) {
-    const part = obj(body[key]);
-    if (part && "author_association" in part) return association(part.author_association);
-  }
-  // an event carrying no author (a push, a bearer webhook, a manual fire) is the operator's
-  return "owner";
-}
-
-function fromFork(payload: unknown): boolean {
-  const pull = obj(obj(payload)?.pull_request);
-  const head = obj(pull?.head);
-  if (!head || !("repo" in head)) return false;
-  const baseName = obj(obj(pull?.base)?.repo)?.full_name ?? obj(obj(payload)?.repository)?.full_name;
-  const headName = obj(head.repo)?.full_name;
-  return (
-    typeof headName !== "string" ||
-    typeof baseName !== "string" ||
-    headName.toLowerCase() !== baseName.toLowerCase()
-  );
+function isolated(pipeline: Pipeline, sandboxes: { network?: string } | undefined): boolean {
+  if (pipeline.sandbox === undefined) return false;
+  return (pipeline.sandbox.network ?? sandboxes?.network ?? "none") !== "host";
 }

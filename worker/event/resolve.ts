@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { TriggerEvent } from "../../db/invocations.ts";
-import { getTrigger } from "../../db/triggers.ts";
+import { getTriggerEvent } from "../../db/trigger-status.ts";
+import type { PullHead } from "../../shared/codehost/github-reads.ts";
 import type { Pipeline } from "../../shared/config/types.ts";
 import { type EventContext, eventContext } from "./context.ts";
 
@@ -14,10 +15,13 @@ export interface ResolvedEvent {
   /** the comment command that fired this run's pipeline (worker/event/command.ts, withCommand) */
   command?: { word: string; args: string };
   /**
-   * The author's association as svc established it where the payload cannot say (GitLab: the
-   * members API, at dispatch); absent for GitHub, whose payloads state it.
+   * The author's association as svc established it where the payload cannot say, at dispatch
+   * (GitLab: the members API; GitHub: the sender's repository permission, for an event with no
+   * `author_association`); absent when the payload states it or nobody could say.
    */
   author?: EstablishedAuthor;
+  /** the head and base of the pull request a comment is on, as dispatch read them from GitHub */
+  head?: PullHead;
 }
 
 export type EstablishedAuthor = "owner" | "member" | "none";
@@ -39,6 +43,7 @@ export async function resolveEvent(
     replayOf?: string | null;
     author_association?: EstablishedAuthor | null;
     authorAssociation?: EstablishedAuthor | null;
+    pull_head?: PullHead | null;
   },
 ): Promise<ResolvedEvent> {
   let kind = trigger.kind;
@@ -47,24 +52,37 @@ export async function resolveEvent(
   let payload = trigger.payload;
   const replayOf = trigger.replay_of ?? trigger.replayOf;
   let author = trigger.author_association ?? trigger.authorAssociation ?? undefined;
+  let head = trigger.pull_head ?? undefined;
   if (kind === "replay" && replayOf) {
-    const original = await getTrigger(db, replayOf);
+    const original = await getTriggerEvent(db, replayOf);
     if (original) {
       kind = original.kind;
       source = original.source;
-      eventName = original.eventName;
-      // a replay's author is the original event's, as dispatch established it
-      author = original.authorAssociation ?? undefined;
+      eventName = original.event_name;
+      // a replay's author and head are the original event's, as its dispatch established them;
+      // the replay's own dispatch establishes them only when the original's could not
+      author = original.author_association ?? author;
+      head = original.pull_head ?? head;
       if (payload === null || payload === undefined || isEmptyObject(payload)) payload = original.payload;
     }
   }
-  // a replayed manual fire still names its agent or skill in the payload
+  // a replayed manual fire still names its agent or skill in the payload; its author is judged as
+  // the original's channel delivered it
   const context = eventContext(
     trigger.kind === "replay" && kind !== "tracker" ? "replay" : kind,
     payload,
     author,
+    { channel: kind, ...(head ? { head } : {}) },
   );
-  return { kind, source, eventName, payload, context, ...(author ? { author } : {}) };
+  return {
+    kind,
+    source,
+    eventName,
+    payload,
+    context,
+    ...(author ? { author } : {}),
+    ...(head ? { head } : {}),
+  };
 }
 
 /** The agent and skill a pipeline runs with for this event: a fire request may name its own. */
@@ -91,7 +109,7 @@ export async function eventOfRun(
     run.trigger !== undefined
       ? run.trigger
       : run.workload.trigger_id
-        ? await getTrigger(db, run.workload.trigger_id)
+        ? await getTriggerEvent(db, run.workload.trigger_id)
         : undefined;
   if (trigger) return resolveEvent(db, trigger);
   return {

@@ -5,7 +5,7 @@ import type { Logger } from "../../shared/logger.ts";
 import { octokitLog } from "../../shared/octokit-log.ts";
 import { PublishError, redact } from "./attempt.ts";
 import type { Remote } from "./delivery.ts";
-import { hasMarker } from "./render.ts";
+import { hasMarker, type Sealed } from "./render.ts";
 
 /**
  * The code-host client (GitHub REST through Octokit). Reads retry on their own (plugin-retry);
@@ -110,13 +110,28 @@ export interface ReviewComment {
   in_reply_to_id?: number;
 }
 
-type Posted = { id: number | bigint; html_url?: string; body?: string | null };
+type Posted = {
+  id: number | bigint;
+  html_url?: string;
+  body?: string | null;
+  user?: { login?: string } | null;
+  performed_via_github_app?: { id?: number } | null;
+};
+
+/**
+ * Who svc is on GitHub, to tell its own comments and reviews from anyone else's: a GitHub App (its
+ * id, which GitHub names on an issue comment as `performed_via_github_app`, and its slug, whose
+ * `<slug>[bot]` is the author of its reviews and review comments), or the account a token belongs to.
+ */
+export type OwnAuthor = { app: number; slug: () => string | undefined } | { token: true };
 
 const remoteOf = (posted: Posted): Remote => ({ id: String(posted.id), url: posted.html_url ?? null });
 
 export class CodehostPublisher {
   readonly #client: CodehostClient;
   readonly #token: string;
+  readonly #own: OwnAuthor;
+  #login: Promise<string> | undefined;
 
   get client(): CodehostClient {
     return this.#client;
@@ -126,9 +141,34 @@ export class CodehostPublisher {
     return this.#token;
   }
 
-  constructor(client: CodehostClient, token: string) {
+  constructor(client: CodehostClient, token: string, own: OwnAuthor = { token: true }) {
     this.#client = client;
     this.#token = token;
+    this.#own = own;
+  }
+
+  /**
+   * Whether svc's own identity wrote `posted`. A marker alone proves nothing: whoever can comment
+   * on the pull request can write one, so svc adopts or edits a comment only when it wrote it.
+   */
+  async #wrote(posted: Posted): Promise<boolean> {
+    const login = posted.user?.login?.toLowerCase();
+    if ("app" in this.#own) {
+      if (posted.performed_via_github_app?.id === this.#own.app) return true;
+      const slug = this.#own.slug();
+      return slug !== undefined && login === `${slug}[bot]`.toLowerCase();
+    }
+    this.#login ??= write<{ login: string }>(this.#token, () => this.#client.request("GET /user")).then(
+      (user) => user.login.toLowerCase(),
+    );
+    return login !== undefined && login === (await this.#login);
+  }
+
+  /** The first of `items` svc wrote that carries the run's marker for `key`. */
+  async #ownMarked(items: Posted[], run: Sealed, key: string): Promise<Remote | undefined> {
+    for (const item of items)
+      if (hasMarker(item.body, run, key) && (await this.#wrote(item))) return remoteOf(item);
+    return undefined;
   }
 
   async postComment(ref: PullRef, body: string): Promise<Remote> {
@@ -158,7 +198,7 @@ export class CodehostPublisher {
     return remoteOf(posted);
   }
 
-  async findComment(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
+  async findComment(ref: PullRef, run: Sealed, key: string): Promise<Remote | undefined> {
     const comments = await listAll<Posted>(this.#token, (page) =>
       this.#client.request("GET /repos/{owner}/{repo}/issues/{issue_number}/comments", {
         owner: ref.owner,
@@ -168,8 +208,7 @@ export class CodehostPublisher {
         page,
       }),
     );
-    const found = comments.find((comment) => hasMarker(comment.body, invocation, key));
-    return found && remoteOf(found);
+    return this.#ownMarked(comments, run, key);
   }
 
   /** The pull request's review comments (inline findings and replies), oldest first. */
@@ -229,7 +268,7 @@ export class CodehostPublisher {
     return remoteOf(posted);
   }
 
-  async findReview(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
+  async findReview(ref: PullRef, run: Sealed, key: string): Promise<Remote | undefined> {
     const reviews = await listAll<Posted>(this.#token, (page) =>
       this.#client.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews", {
         owner: ref.owner,
@@ -239,8 +278,7 @@ export class CodehostPublisher {
         page,
       }),
     );
-    const found = reviews.find((review) => hasMarker(review.body, invocation, key));
-    return found && remoteOf(found);
+    return this.#ownMarked(reviews, run, key);
   }
 
   async postReply(ref: PullRef, commentId: number, body: string): Promise<Remote> {
@@ -257,7 +295,7 @@ export class CodehostPublisher {
     return remoteOf(posted);
   }
 
-  async findReply(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
+  async findReply(ref: PullRef, run: Sealed, key: string): Promise<Remote | undefined> {
     const comments = await listAll<Posted>(this.#token, (page) =>
       this.#client.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", {
         owner: ref.owner,
@@ -267,7 +305,6 @@ export class CodehostPublisher {
         page,
       }),
     );
-    const found = comments.find((comment) => hasMarker(comment.body, invocation, key));
-    return found && remoteOf(found);
+    return this.#ownMarked(comments, run, key);
   }
 }

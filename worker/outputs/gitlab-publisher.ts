@@ -2,7 +2,7 @@ import { GitlabApiError, type GitlabClient } from "../../shared/codehost/gitlab.
 import { PublishError, redact } from "./attempt.ts";
 import type { PullRef } from "./codehost.ts";
 import type { Remote } from "./delivery.ts";
-import { hasMarker } from "./render.ts";
+import { hasMarker, type Sealed } from "./render.ts";
 
 /**
  * The merge request side of publishing, through gitbeaker: notes (comments, sticky and progress
@@ -135,10 +135,10 @@ export class GitlabPublisher {
   }
 
   /** svc's own note carrying this run's marker (an answer lost after GitLab wrote it). */
-  async findComment(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
+  async findComment(ref: PullRef, run: Sealed, key: string): Promise<Remote | undefined> {
     const me = await this.self();
     const found = (await this.notes(ref)).find(
-      (note) => note.author.id === me.id && hasMarker(note.body, invocation, key),
+      (note) => note.author.id === me.id && hasMarker(note.body, run, key),
     );
     return found && this.#remote(ref, found);
   }
@@ -215,11 +215,11 @@ export class GitlabPublisher {
   }
 
   /** svc's own reply carrying this run's marker, in any discussion. */
-  async findReply(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined> {
+  async findReply(ref: PullRef, run: Sealed, key: string): Promise<Remote | undefined> {
     const me = await this.self();
     for (const discussion of await this.discussions(ref))
       for (const note of discussion.notes)
-        if (note.author.id === me.id && hasMarker(note.body, invocation, key)) return this.#remote(ref, note);
+        if (note.author.id === me.id && hasMarker(note.body, run, key)) return this.#remote(ref, note);
     return undefined;
   }
 

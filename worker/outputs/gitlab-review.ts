@@ -77,7 +77,7 @@ export async function gitlabReviewWork(
   };
   if (binding.sticky) {
     const sha = run.event.context.sha || null;
-    const write = { pipeline: stamp.pipeline, ref, key, invocation: stamp.invocation, sha };
+    const write = { pipeline: stamp.pipeline, ref, key, invocation: stamp.invocation, seal: stamp.seal, sha };
     works.push({
       key: `${key}.summary`,
       handler: "codehost.comment",
@@ -87,7 +87,7 @@ export async function gitlabReviewWork(
   } else {
     works.push({
       key,
-      find: () => gitlab.findComment(ref, stamp.invocation, key),
+      find: () => gitlab.findComment(ref, stamp, key),
       post: () => gitlab.postComment(ref, stampBody(text(), stamp, key)),
     });
   }
@@ -206,7 +206,7 @@ async function postFindings(
   },
 ): Promise<Remote> {
   const { stamp, key, fresh, refused, request } = work;
-  const own = marker(stamp.invocation, key);
+  const own = marker(stamp, key);
   const me = await gitlab.self();
   // an earlier attempt of this run whose answer was lost opened some already
   const opened = new Set<string>();

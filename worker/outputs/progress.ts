@@ -5,7 +5,7 @@ import { PublishError } from "./attempt.ts";
 import { pullRefOf } from "./codehost.ts";
 import { codehostPublisher, pullRef } from "./publish.ts";
 import type { PublishDeps } from "./publish-deps.ts";
-import type { Stamp } from "./render.ts";
+import { stampOf } from "./stamp.ts";
 import { endText, progressText, stickyBody, writeSticky } from "./sticky.ts";
 
 /**
@@ -38,12 +38,11 @@ export async function announceProgress(
   const keys = progressKeys(run.pipeline);
   if (keys.length === 0) return;
   const { pipeline, event, invocationId } = run;
-  const stamp: Stamp = {
-    pipeline: pipeline.name,
-    version: pipeline.version,
+  const stamp = await stampOf(deps.pool, {
+    pipeline,
     origin: run.triggerId ?? invocationId,
     invocation: invocationId,
-  };
+  });
   const sha = event.context.sha || null;
   const text = progressText(pipeline.name, sha, invocationId, deps.config.server.publicUrl);
   for (const key of keys) {
@@ -51,7 +50,7 @@ export async function announceProgress(
       // a progress note is about the triggering pull request; an event about none gets none
       const ref = pullRef(event);
       const codehost = await codehostPublisher(deps, pipeline, `${ref.owner}/${ref.repo}`);
-      const write = { pipeline: pipeline.name, ref, key, invocation: invocationId, sha };
+      const write = { pipeline: pipeline.name, ref, key, invocation: invocationId, seal: stamp.seal, sha };
       await writeSticky(deps.pool, codehost, write, stickyBody(text, stamp, key), "progress");
     } catch (error) {
       noteFailed(deps, "progress", invocationId, key, error);
@@ -83,12 +82,11 @@ export async function noteRunEnd(
   for (const row of left.rows) {
     try {
       const ref = pullRefOf(row.repo, row.number);
-      const stamp: Stamp = {
-        pipeline: pipeline.name,
-        version: pipeline.version,
+      const stamp = await stampOf(deps.pool, {
+        pipeline,
         origin: left.triggerId ?? invocationId,
         invocation: invocationId,
-      };
+      });
       const text = endText(pipeline.name, row.sha, invocationId, deps.config.server.publicUrl, {
         status,
         diagnostic,
@@ -99,6 +97,7 @@ export async function noteRunEnd(
         ref,
         key: row.output_key,
         invocation: invocationId,
+        seal: stamp.seal,
         sha: row.sha,
       };
       await writeSticky(deps.pool, codehost, write, stickyBody(text, stamp, row.output_key), "ended");

@@ -1,3 +1,4 @@
+import { knownAppSlug } from "../../shared/codehost/app-slug.ts";
 import { gitlabClient, gitlabHost } from "../../shared/codehost/gitlab.ts";
 import type { OutputBinding, Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
@@ -18,6 +19,7 @@ import { gitlabReviewWork } from "./gitlab-review.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import { footerLine, renderMentions, type Stamp, stampBody } from "./render.ts";
 import { reviewWork, type Work } from "./review.ts";
+import { stampOf } from "./stamp.ts";
 import { stickyBody, writeSticky } from "./sticky.ts";
 import { codehostIdentity, identityToken, secretValue } from "./tokens.ts";
 
@@ -31,6 +33,8 @@ export interface PublishInput {
   event: ResolvedEvent;
   /** the run still holds its claim (see delivery.ts, ClaimLostError) */
   stillHeld?: () => Promise<boolean>;
+  /** the run's redactor (worker/run/run-secrets.ts): no secret the run was given is published */
+  redact: (text: string) => string;
 }
 
 /**
@@ -38,13 +42,12 @@ export interface PublishInput {
  * Returns null when everything landed, else `output_failed` with one detail per failed key.
  */
 export async function publishOutputs(deps: PublishDeps, input: PublishInput): Promise<Diagnostic | null> {
-  const result = (input.result ?? {}) as Record<string, unknown>;
-  const stamp: Stamp = {
-    pipeline: input.pipeline.name,
-    version: input.pipeline.version,
+  const result = redactedResult(input);
+  const stamp = await stampOf(deps.pool, {
+    pipeline: input.pipeline,
     origin: input.triggerId ?? input.invocationId,
     invocation: input.invocationId,
-  };
+  });
   const failures: Diagnostic[] = [];
   for (const [key, binding] of Object.entries(input.pipeline.outputs)) {
     if (result[key] === undefined || result[key] === null) continue;
@@ -68,7 +71,22 @@ export async function publishOutputs(deps: PublishDeps, input: PublishInput): Pr
   );
 }
 
-function failureDetail(
+/**
+ * The result with every string in it passed through the run's redactor: an agent that read a
+ * secret it was given (a token in its environment, a credential in a file) and wrote it into its
+ * answer publishes the redaction mark, never the value (issue 55, finding 6).
+ */
+export function redactedResult(input: Pick<PublishInput, "result" | "redact">): Record<string, unknown> {
+  const redact = (value: unknown): unknown => {
+    if (typeof value === "string") return input.redact(value);
+    if (Array.isArray(value)) return value.map(redact);
+    if (value === null || typeof value !== "object") return value;
+    return Object.fromEntries(Object.entries(value).map(([name, inner]) => [name, redact(inner)]));
+  };
+  return redact(input.result ?? {}) as Record<string, unknown>;
+}
+
+export function failureDetail(
   key: string,
   handler: string,
   outcome: { failure: PublishFailure; attempts: number },
@@ -111,13 +129,14 @@ async function publishOne(
   switch (binding.handler) {
     case "codehost.comment": {
       const comment = value as CommentResult;
-      const ref = pullRef(input.event, comment.repo, comment.number);
+      const ref = commentTarget(input.event, binding, key, comment);
       if (binding.sticky) {
         const write = {
           pipeline: stamp.pipeline,
           ref,
           key,
           invocation: stamp.invocation,
+          seal: stamp.seal,
           sha: input.event.context.sha || null,
         };
         const body = stickyBody(comment.body, stamp, key);
@@ -133,7 +152,7 @@ async function publishOne(
       return [
         await run({
           key,
-          find: () => codehost.findComment(ref, stamp.invocation, key),
+          find: () => codehost.findComment(ref, stamp, key),
           post: () => codehost.postComment(ref, stampBody(comment.body, stamp, key)),
         }),
       ];
@@ -206,10 +225,59 @@ export async function codehostPublisher(
   const { apiUrl } = deps.config.codehost;
   if (deps.config.codehost.kind === "gitlab")
     return new GitlabPublisher(gitlabClient({ apiUrl, token }), token, gitlabHost(apiUrl));
+  const app = identity.credential.app;
   return new CodehostPublisher(
     codehostClient({ apiUrl: deps.config.codehost.apiUrl, token, logger: deps.logger }),
     token,
+    app ? { app: app.id, slug: () => knownAppSlug(app.id) } : { token: true },
   );
+}
+
+/**
+ * Where a `codehost.comment` goes. The result's `repo` and `number` are the model's words: a
+ * prompt-injected agent would name another pull request (and edit svc's sticky comment there, or
+ * comment anywhere the identity can) with a verdict of its choosing. So the event's own issue or
+ * pull request is the only target, and a result naming another is refused, naming the field;
+ * `outputs.<key>.target: any` opens it for pipelines whose job is to post elsewhere, never for a
+ * run an outsider's event started.
+ */
+export function commentTarget(
+  event: ResolvedEvent,
+  binding: OutputBinding,
+  key: string,
+  comment: Pick<CommentResult, "repo" | "number">,
+): PullRef {
+  const named = comment.repo !== undefined || comment.number !== undefined;
+  if (binding.target === "any" && !event.context.outsider)
+    return pullRef(event, comment.repo, comment.number);
+  const own = ownRef(event);
+  if (!named) return pullRef(event);
+  const sameRepo =
+    comment.repo === undefined || comment.repo.toLowerCase() === event.context.repo.toLowerCase();
+  const sameNumber = comment.number === undefined || comment.number === own?.number;
+  if (own && sameRepo && sameNumber) return own;
+  const field = !sameRepo ? "repo" : "number";
+  const asked = `${comment.repo ?? event.context.repo}#${comment.number ?? own?.number ?? "?"}`;
+  const why =
+    binding.target === "any"
+      ? "an outsider's run posts only on its own pull request or issue"
+      : `outputs.${key} posts only on the event's own pull request or issue (set outputs.${key}.target: any in the pipeline to let the result choose)`;
+  throw new PublishError({
+    kind: "final",
+    status: "target_refused",
+    message: `outputs.${key}.${field} names ${asked}, not ${own ? `${own.owner}/${own.repo}#${own.number}` : "the event's (it is about no issue or pull request)"}: ${why}`,
+  });
+}
+
+/** The event's own issue or pull request, or undefined when it is about none. */
+function ownRef(event: ResolvedEvent): PullRef | undefined {
+  try {
+    return pullRef(event);
+  } catch (error) {
+    // an event about no issue or pull request has no own target: the caller refuses what was named
+    if (error instanceof PublishError) return undefined;
+    throw error;
+  }
 }
 
 /** The issue or pull request a result addresses: its own `repo`/`number`, else the triggering one. */
@@ -242,7 +310,7 @@ function replyWork(
   const ref = pullRef(event);
   return {
     key,
-    find: () => codehost.findReply(ref, stamp.invocation, key),
+    find: () => codehost.findReply(ref, stamp, key),
     post: () => codehost.postReply(ref, reply.in_reply_to, stampBody(reply.body, stamp, key)),
   };
 }

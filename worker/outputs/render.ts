@@ -11,10 +11,15 @@ export interface Stamp {
   /** the trigger, or the invocation when a run has none */
   origin: string;
   invocation: string;
+  /** the invocation's seal (db/marker-key.ts): what makes a marker one only svc can write */
+  seal: string;
 }
 
-export function marker(invocation: string, key: string): string {
-  return `<!-- svc:${invocation}:${key} -->`;
+/** What identifies one output of one run on the target: its invocation and seal. */
+export type Sealed = Pick<Stamp, "invocation" | "seal">;
+
+export function marker(run: Sealed, key: string): string {
+  return `<!-- svc:${run.invocation}:${key}:${run.seal} -->`;
 }
 
 export function footerLine(stamp: Stamp): string {
@@ -24,11 +29,11 @@ export function footerLine(stamp: Stamp): string {
 /** A Markdown body for the code host: the text, a rule, the footer in small type, then the marker. */
 export function stampBody(body: string, stamp: Stamp, key: string): string {
   const text = body.trimEnd();
-  return `${text}${text ? "\n\n" : ""}---\n<sub>${footerLine(stamp)}</sub>\n${marker(stamp.invocation, key)}`;
+  return `${text}${text ? "\n\n" : ""}---\n<sub>${footerLine(stamp)}</sub>\n${marker(stamp, key)}`;
 }
 
-export function hasMarker(body: unknown, invocation: string, key: string): boolean {
-  return typeof body === "string" && body.includes(marker(invocation, key));
+export function hasMarker(body: unknown, run: Sealed, key: string): boolean {
+  return typeof body === "string" && body.includes(marker(run, key));
 }
 
 const MENTION = /(^|[^A-Za-z0-9_`<])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))(?![A-Za-z0-9-])/g;

@@ -5,11 +5,11 @@ import type { ResolvedEvent } from "../event/resolve.ts";
 import { PublishError } from "./attempt.ts";
 import type { CodehostPublisher, PullRef, ReviewComment } from "./codehost.ts";
 import type { DeliveryWork } from "./delivery.ts";
-import { bodyWithMoved, diffMap, placeComments } from "./diff-lines.ts";
+import { bodyWithMoved, diffMap, type InlineComment, placeComments } from "./diff-lines.ts";
 import { bodyWithRepeated, dropRepeated, standingFingerprints } from "./findings.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import { type Stamp, stampBody } from "./render.ts";
-import { resolveThread, reviewThreads } from "./review-threads.ts";
+import { type ReviewThread, resolveThread, reviewThreads } from "./review-threads.ts";
 import { stickyBody, writeSticky } from "./sticky.ts";
 
 export type Work = Omit<DeliveryWork, "invocationId" | "handler" | "stillHeld"> & { handler?: string };
@@ -25,13 +25,27 @@ export interface ReviewWork {
   review: (summaryUrl: string | null) => Work | null;
 }
 
-export async function reviewWork(
+/**
+ * What a review would post, read from the host without writing to it: the inline findings that
+ * land in the diff and are not standing on the pull request already (`fresh`), and the body with
+ * the findings outside the diff moved into it and the repeated ones counted. A run whose outputs
+ * are held back (held.ts) records exactly this.
+ */
+export interface ReviewPlan {
+  text: string;
+  fresh: InlineComment[];
+  /** svc's outdated threads; with `resolve_outdated`, publishing resolves those of its own reviews */
+  threads: ReviewThread[];
+  own: ReadonlySet<string>;
+}
+
+export async function planReview(
   deps: PublishDeps,
   codehost: CodehostPublisher,
-  run: { event: ResolvedEvent; ref: PullRef; stamp: Stamp; key: string; binding: OutputBinding },
+  ref: PullRef,
+  binding: OutputBinding,
   review: ReviewResult,
-): Promise<ReviewWork> {
-  const { event, ref, stamp, key, binding } = run;
+): Promise<ReviewPlan> {
   const comments = review.comments ?? [];
   const files = comments.length ? await codehost.listFiles(ref) : [];
   // the host refuses a whole review when one inline comment is outside the diff
@@ -40,6 +54,17 @@ export async function reviewWork(
   const threads = binding.resolveOutdated ? await reviewThreads(codehost, ref) : [];
   const own = await ownReviewIds(deps.pool, reviewIdsOf(existing, threads));
   const { fresh, repeated } = dropRepeated(files, inline, standingFingerprints(existing, own));
+  return { text: bodyWithRepeated(bodyWithMoved(review.body, moved), repeated), fresh, threads, own };
+}
+
+export async function reviewWork(
+  deps: PublishDeps,
+  codehost: CodehostPublisher,
+  run: { event: ResolvedEvent; ref: PullRef; stamp: Stamp; key: string; binding: OutputBinding },
+  review: ReviewResult,
+): Promise<ReviewWork> {
+  const { event, ref, stamp, key, binding } = run;
+  const { text, fresh, threads, own } = await planReview(deps, codehost, ref, binding, review);
   for (const thread of threads) {
     if (!thread.isOutdated || thread.isResolved || !own.has(String(thread.reviewId))) continue;
     await resolveThread(codehost, thread.id).catch((error) => {
@@ -54,13 +79,12 @@ export async function reviewWork(
       });
     });
   }
-  const text = bodyWithRepeated(bodyWithMoved(review.body, moved), repeated);
   const post = (body: string) => () =>
     codehost.postReview(ref, { commitId: event.context.sha, event: review.event, body, comments: fresh });
-  const find = () => codehost.findReview(ref, stamp.invocation, key);
+  const find = () => codehost.findReview(ref, stamp, key);
   if (!binding.sticky) return { review: () => ({ key, find, post: post(stampBody(text, stamp, key)) }) };
   const sha = event.context.sha || null;
-  const write = { pipeline: stamp.pipeline, ref, key, invocation: stamp.invocation, sha };
+  const write = { pipeline: stamp.pipeline, ref, key, invocation: stamp.invocation, seal: stamp.seal, sha };
   return {
     summary: {
       key: `${key}.summary`,

@@ -10,7 +10,7 @@ import type { Diagnostic } from "../../shared/diagnostics.ts";
 import { PublishError } from "./attempt.ts";
 import type { PullRef } from "./codehost.ts";
 import type { Remote } from "./delivery.ts";
-import { type Stamp, stampBody } from "./render.ts";
+import { type Sealed, type Stamp, stampBody } from "./render.ts";
 
 /**
  * One comment per pipeline, pull request and output key, edited by every run (docs/outputs.md,
@@ -23,6 +23,8 @@ export interface StickyWrite {
   ref: PullRef;
   key: string;
   invocation: string;
+  /** the invocation's seal (render.ts marker): a lost post is recognised by it */
+  seal: string;
   /** the commit the run is about; named in the progress and end lines */
   sha: string | null;
 }
@@ -31,7 +33,7 @@ export interface StickyWrite {
 export interface CommentHost {
   postComment(ref: PullRef, body: string): Promise<Remote>;
   updateComment(ref: PullRef, id: string, body: string): Promise<Remote>;
-  findComment(ref: PullRef, invocation: string, key: string): Promise<Remote | undefined>;
+  findComment(ref: PullRef, run: Sealed, key: string): Promise<Remote | undefined>;
 }
 
 export function stickyMarker(pipeline: string, key: string): string {
@@ -79,7 +81,7 @@ export async function writeSticky(
       await forgetSticky(pool, key);
     }
   }
-  const lost = await codehost.findComment(write.ref, write.invocation, write.key);
+  const lost = await codehost.findComment(write.ref, write, write.key);
   const remote = lost
     ? await codehost.updateComment(write.ref, lost.id, body)
     : await codehost.postComment(write.ref, body);

@@ -75,7 +75,8 @@ export async function identityToken(
 export async function learnAppSlug(pool: pg.Pool, config: ConfigSnapshot): Promise<string | undefined> {
   if (config.codehost?.kind === "gitlab") return learnGitlabUser(pool, config);
   const app = config.codehost?.app;
-  if (!app || config.codehost?.botName) return undefined;
+  // learnt with bot_name set too: the App's `<slug>[bot]` is how svc knows its own reviews
+  if (!app) return undefined;
   try {
     const privateKey = await secretValue(app.privateKey, pool, config);
     const apiUrl = config.codehost?.apiUrl ?? "https://api.github.com";

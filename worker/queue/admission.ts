@@ -108,7 +108,7 @@ export async function admit(
         null,
       );
   }
-  const { allowed, gated } = gatePipelines(pipelines, event);
+  const { allowed, gated } = gatePipelines(pipelines, event, config.sandboxes);
   const gatedList: Gated | null = gated.length
     ? { pipelines: gated.map((p) => p.name), gate: "author_not_allowed" }
     : null;

@@ -28,6 +28,7 @@ import { type ResolvedEvent, resolveEvent } from "../event/resolve.ts";
 import type { CommandReaction } from "../outputs/reactions.ts";
 import { admit, type Gated } from "./admission.ts";
 import { noMatch, pipelinesFor, unknownReference } from "./dispatch-match.ts";
+import { withGithubFacts } from "./github-facts.ts";
 import { withGitlabAuthor } from "./gitlab-author.ts";
 import { laneFor } from "./lanes.ts";
 import { type Instant, type Lease, laneLeaseOptions, NEVER, takeLeases } from "./run-leases.ts";
@@ -150,7 +151,7 @@ async function resolveBatch(
     events.set(trigger.id, event);
     const evalRun = trigger.eval_run_id !== null;
     for (const pipeline of pipelinesFor(deps.config, event, evalRun)) {
-      const group = concurrencyGroup(pipeline, event.context, evalRun);
+      const group = concurrencyGroup(pipeline, event.context, apart(trigger));
       if (group) groups.push(group);
     }
   }
@@ -209,11 +210,13 @@ async function dispatchTrigger(
 ): Promise<DispatchOutcome> {
   if (!trigger) return { kind: "missing" };
   if (trigger.status !== "queued" || trigger.has_workloads) return { kind: "already" };
-  const event = await withGitlabAuthor(
+  // what the payload cannot say, asked of the code host and kept on the trigger (fail closed)
+  const stated = resolved ?? (await resolveEvent(client, trigger));
+  const event = await withGithubFacts(
     deps,
     client,
     trigger,
-    resolved ?? (await resolveEvent(client, trigger)),
+    await withGitlabAuthor(deps, client, trigger, stated),
   );
   const admission = await admit(deps.config, client, event, trigger.eval_run_id !== null);
   const { gated, reaction } = admission;
@@ -279,7 +282,7 @@ async function createRun(
     const workloadId = newId("workload");
     const invocationId = newId("invocation");
     const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
-    const group = concurrencyGroup(pipeline, event.context, trigger.eval_run_id !== null);
+    const group = concurrencyGroup(pipeline, event.context, apart(trigger));
     const rows: QueuedRun = {
       workloadId,
       triggerId: trigger.id,
@@ -291,6 +294,7 @@ async function createRun(
       target: lane.target,
       group,
       headSha: group && event.context.sha ? event.context.sha : null,
+      outputsHeld: trigger.hold_outputs,
     };
     const entry = { workload: workloadId, invocation: invocationId, pipeline: pipeline.name };
     if (group) {
@@ -342,6 +346,15 @@ async function createRun(
   }
   if (!claimed) batch.statuses.push({ id: trigger.id, status: "running", diagnostic: null });
   return { created, claimed, superseded };
+}
+
+/**
+ * An eval run's replay and a run whose outputs are held back stand apart from the live runs of
+ * their pull request: they join no concurrency group, so they neither cancel a live review nor
+ * wait for one, and a later push does not cancel them.
+ */
+function apart(trigger: LockedTrigger): boolean {
+  return trigger.eval_run_id !== null || trigger.hold_outputs;
 }
 
 /** The lane of a created invocation that waits for its concurrency group's running one. */

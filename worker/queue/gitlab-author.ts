@@ -8,9 +8,10 @@ import {
 } from "../../shared/codehost/gitlab.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
-import { eventContext, isGitlabPayload } from "../event/context.ts";
+import { isGitlabPayload } from "../event/context.ts";
 import type { EstablishedAuthor, ResolvedEvent } from "../event/resolve.ts";
 import { secretValue } from "../outputs/tokens.ts";
+import { AnswerCache, withEstablished } from "./established.ts";
 
 /**
  * Who wrote a GitLab event, as far as svc may trust: GitLab's webhook payloads carry no access
@@ -19,8 +20,7 @@ import { secretValue } from "../outputs/tokens.ts";
  * trigger so the run, its retries and replays judge the same author. Answers are cached for a
  * minute per project and user: a busy merge request's pushes and notes ask once.
  */
-const TTL_MS = 60_000;
-const cache = new Map<string, { association: EstablishedAuthor; at: number }>();
+const cache = new AnswerCache<EstablishedAuthor>();
 
 type Json = Record<string, unknown>;
 const obj = (value: unknown): Json | undefined =>
@@ -62,18 +62,7 @@ export async function withGitlabAuthor(
   const association = await lookUp(deps, event);
   if (!association) return event;
   await recordTriggerAuthor(client, trigger.id, association);
-  return {
-    ...event,
-    author: association,
-    context: { ...eventContext(event.kind, event.payload, association), ...agentOf(event) },
-  };
-}
-
-function agentOf(event: ResolvedEvent): { agent?: string; skill?: string } {
-  return {
-    ...(event.context.agent ? { agent: event.context.agent } : {}),
-    ...(event.context.skill ? { skill: event.context.skill } : {}),
-  };
+  return withEstablished(event, { author: association });
 }
 
 async function lookUp(deps: AuthorDeps, event: ResolvedEvent): Promise<EstablishedAuthor | undefined> {
@@ -91,19 +80,16 @@ async function lookUp(deps: AuthorDeps, event: ResolvedEvent): Promise<Establish
     });
     return undefined;
   }
-  const key = `${codehost.apiUrl}\0${project}\0${userId}`;
-  const cached = cache.get(key);
-  if (cached && Date.now() - cached.at < TTL_MS) return cached.association;
+  const token = codehost.token;
   try {
-    const token = await secretValue(codehost.token, deps.pool, deps.config);
-    const level = await accessLevel(
-      gitlabClient({ apiUrl: codehost.apiUrl, token, brief: true }),
-      project,
-      userId,
-    );
-    const association = associationOfAccess(level);
-    cache.set(key, { association, at: Date.now() });
-    return association;
+    return await cache.get(`${codehost.apiUrl}\0${project}\0${userId}`, async () => {
+      const client = gitlabClient({
+        apiUrl: codehost.apiUrl,
+        token: await secretValue(token, deps.pool, deps.config),
+        brief: true,
+      });
+      return associationOfAccess(await accessLevel(client, project, userId));
+    });
   } catch (error) {
     // unknown is a stranger: the event still dispatches, through the gates an outsider meets
     deps.logger.warn("GitLab's members API did not answer: the event's author is judged as a stranger", {

@@ -1,10 +1,11 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { InvocationKnowledge } from "../../db/invocation-knowledge.ts";
+import { outsiderMayRead } from "../../shared/config/knowledge.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { copySources, writeCatalog } from "../../shared/knowledge/delivery.ts";
 import { retrieve } from "../../shared/knowledge/retrieve.ts";
-import type { Knowledge, Passage } from "../../shared/knowledge/service.ts";
+import { DEFAULT_TOP_K, type Knowledge, type Passage } from "../../shared/knowledge/service.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { modelEndpoints } from "../../shared/models/endpoint-cooldowns.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
@@ -21,8 +22,28 @@ export interface RunKnowledgeDeps {
 export interface RunKnowledgeInput {
   invocationId: string;
   pipeline: Pipeline;
-  event: { eventName: string; payload: unknown };
+  /** `context.outsider`: the event came from outside the repository's team (worker/event/context.ts) */
+  event: { eventName: string; payload: unknown; context: { outsider: boolean } };
   runDir: string;
+}
+
+/** A document path (`knowledge/…`) the run may be given. */
+export type Readable = (path: string) => boolean;
+
+const EVERY_DOCUMENT: Readable = () => true;
+
+/**
+ * Which of the team's documents a run is given: all of them, unless its event came from an
+ * outsider, whose run is given those under `knowledge.outsiders` only (none by default). Its
+ * prompt is a stranger's text, and what the run reads it can post where the stranger reads it.
+ */
+export function readableBy(
+  config: Pick<ConfigSnapshot, "knowledge">,
+  event: { context: { outsider: boolean } },
+): Readable {
+  if (!event.context.outsider) return EVERY_DOCUMENT;
+  const folder = config.knowledge.outsiders;
+  return (path) => outsiderMayRead(folder, path);
 }
 
 /** What a run's prompt gets: retrieved passages (`prompt`), or a note saying where the knowledge is. */
@@ -59,11 +80,17 @@ export async function prepareRunKnowledge(
   const { method } = input.pipeline.knowledge;
   const delivery = input.pipeline.knowledge.delivery ?? (method === "none" ? undefined : "prompt");
   if (!knowledge || knowledge.documentCount === 0 || !delivery) return { passages: [] };
+  const readable = readableBy(deps.config, input.event);
   const record: InvocationKnowledge = { method, method_used: null, delivery, sources: [] };
+  // an outsider's run given no document is told of none: the record says the delivery found nothing
+  if (!knowledge.documents.some((doc) => readable(doc.path))) return { passages: [], record };
   let passages: Passage[] = [];
   // `file` and `browse` placed their files before the run's first process (placeKnowledgeFiles)
   if (delivery === "prompt" && method !== "none") {
     const text = searchText(input);
+    const topK = deps.config.knowledge.retrieval.topK ?? DEFAULT_TOP_K;
+    // an outsider's run ranks every document, so those kept from it take none of the topK places
+    const ranked = readable === EVERY_DOCUMENT ? {} : { topK: Math.max(knowledge.documentCount, topK) };
     const result = await retrieve(
       knowledge,
       text,
@@ -75,9 +102,9 @@ export async function prepareRunKnowledge(
         endpoints: modelEndpoints,
         logger: deps.logger,
       },
-      { method },
+      { method, ...ranked },
     );
-    passages = result.passages;
+    passages = result.passages.filter((passage) => readable(passage.path)).slice(0, topK);
     record.method_used = result.methodUsed;
     record.query = result.query;
     record.sources = passages.map((p) => ({ path: p.path, line: p.line, score: p.score }));
@@ -91,19 +118,24 @@ export async function prepareRunKnowledge(
  * `file` and `browse`: the documents copied into RUN_DIR/knowledge/ (with CATALOG.md for
  * `browse`) before the run's first process starts, while nothing of the run can swap a directory
  * the copy goes through for a link to a host directory. What an earlier attempt of the run left
- * there (such a link included) is removed first, never followed.
+ * there (such a link included) is removed first, never followed. `readable` (readableBy) keeps an
+ * outsider's run to the documents given to outsiders, in the files and in the catalogue alike.
  */
 export async function placeKnowledgeFiles(
   knowledge: Pick<Knowledge, "documentCount" | "documents" | "list"> | undefined,
   pipeline: Pick<Pipeline, "knowledge">,
   runDir: string,
+  readable: Readable,
 ): Promise<void> {
   const { delivery } = pipeline.knowledge;
   if (!knowledge || knowledge.documentCount === 0) return;
   if (delivery !== "file" && delivery !== "browse") return;
   await rm(join(runDir, "knowledge"), { recursive: true, force: true });
-  await copySources(knowledge.documents, runDir);
-  if (delivery === "browse") await writeCatalog(knowledge, runDir);
+  const documents = knowledge.documents.filter((doc) => readable(doc.path));
+  if (documents.length === 0) return;
+  await copySources(documents, runDir);
+  const list = async () => (await knowledge.list()).filter((doc) => readable(doc.path));
+  if (delivery === "browse") await writeCatalog({ list }, runDir);
 }
 
 /** The event name, the instructions and the payload's text values: what the run is about. */

@@ -89,6 +89,7 @@ export async function runClaimedInvocation(
             paths,
             target: claimed.target,
             group: claimed.concurrency_group,
+            outputsHeld: claimed.outputs_held,
           },
           signal: watch.signal,
           event: known.event,

@@ -5,15 +5,16 @@ import { eventOfRun } from "../event/resolve.ts";
 import type { RunEngines } from "../exec/engine.ts";
 import { openSandbox } from "../exec/sandbox/engine.ts";
 import { ClaimLostError } from "../outputs/delivery.ts";
+import { holdOutputs } from "../outputs/held.ts";
 import { announceProgress } from "../outputs/progress.ts";
 import { publishOutputs } from "../outputs/publish.ts";
 import { runAgentOnTargets } from "./agent.ts";
 import { recordSurface } from "./artifacts.ts";
 import { checkOutRun } from "./checkout-task.ts";
 import { eventEnvironment } from "./environment.ts";
-import { placeKnowledgeFiles, prepareRunKnowledge, type RunKnowledge } from "./knowledge.ts";
+import { placeKnowledgeFiles, prepareRunKnowledge, type RunKnowledge, readableBy } from "./knowledge.ts";
 import { runGate } from "./output-gate.ts";
-import { openRunSecrets } from "./run-secrets.ts";
+import { openRunSecrets, redactorFor } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import { setupStepToken } from "./setup-token.ts";
 import type { RunDeps, RunEnd, RunInput, RunState } from "./types.ts";
@@ -32,7 +33,9 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   if (gate === "own_event") return { kind: "completed", result: null };
   // sticky comments with `progress` say the run started; a failure there is logged, never the run's
   const { invocationId, workload, pipeline } = input;
-  await announceProgress(deps, { invocationId, triggerId: workload.trigger_id, pipeline, event });
+  // a run whose outputs are held back writes nothing to the pull request, its progress included
+  if (!input.outputsHeld)
+    await announceProgress(deps, { invocationId, triggerId: workload.trigger_id, pipeline, event });
   // the group's last reviewed head is read first: the checkout holds it when it is an ancestor of this head
   const reviewed = input.group
     ? await previousGroupHead(deps.records, input.group, input.invocationId)
@@ -101,7 +104,13 @@ async function runProcesses(run: RunState): Promise<RunEnd> {
     }
     return knowledge;
   };
-  await placeKnowledgeFiles(deps.knowledge, input.pipeline, input.paths.runDir);
+  // an outsider's run is given the documents marked for outsiders only (knowledge.outsiders)
+  await placeKnowledgeFiles(
+    deps.knowledge,
+    input.pipeline,
+    input.paths.runDir,
+    readableBy(deps.config, run.event),
+  );
   const setupEnd = await runSetupSteps(run, retrieve).finally(() => retrieve().catch(() => {}));
   // what retrieval delivered is recorded on the invocation however the run ends: by the agent's
   // first task start (agent.ts, the same statement), or here
@@ -149,13 +158,15 @@ async function runAgentPhases(run: RunState): Promise<RunEnd> {
     // a checked result is published before the run is recorded as completed, exactly once per key
     let unpublished: Awaited<ReturnType<typeof publishOutputs>>;
     try {
-      unpublished = await publishOutputs(deps, {
+      const publish = input.outputsHeld ? holdOutputs : publishOutputs;
+      unpublished = await publish(deps, {
         invocationId: input.invocationId,
         triggerId: input.workload.trigger_id,
         pipeline: input.pipeline,
         result,
         event,
         ...(input.stillHeld ? { stillHeld: input.stillHeld } : {}),
+        redact: (text) => redactorFor(input.invocationId).redact(text),
       });
     } catch (error) {
       if (error instanceof ClaimLostError) return { kind: "lost" };

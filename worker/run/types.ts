@@ -70,6 +70,8 @@ export interface RunInput {
   target: string | null;
   /** the invocation's concurrency group (db/concurrency-groups.ts); null or absent: none */
   group?: string | null;
+  /** what the run would publish is recorded as its artifact instead (worker/outputs/held.ts) */
+  outputsHeld?: boolean;
   isCancelled: () => boolean;
   /**
    * a heartbeat now; false when the claim is lost (the run's lease failed, or another worker took

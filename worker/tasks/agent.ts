@@ -189,8 +189,12 @@ function taskPrompt(deps: RunDeps, pipeline: Pipeline, task: OrchestratedTask, e
 }
 
 /**
- * A task bound to a principal acts through that principal's code-host identity: its token is the
- * agent's GH_TOKEN / GITHUB_TOKEN (agent processes only; never logged).
+ * A task bound to a principal acts through that principal's code-host identity. An App principal's
+ * token is the agent's GH_TOKEN / GITHUB_TOKEN (agent processes only; never logged): an
+ * installation token for the run's repository alone, gone within the hour. A token principal's
+ * token is long-lived and reaches whatever its account reaches, and an agent can be steered to
+ * print it into its result (issue 55, finding 6): it never enters an agent's environment. Such a
+ * task gets SVC_PRINCIPAL only; the principal still posts the run's outputs.
  */
 async function identityEnv(
   deps: RunDeps,
@@ -202,6 +206,7 @@ async function identityEnv(
   const id = binding ? codehostPrincipalId(pipeline.principals[binding]) : undefined;
   const credential = id === undefined ? undefined : deps.config.codehost?.principals[id];
   if (!binding || !credential) return {};
+  if (!credential.app) return { SVC_PRINCIPAL: binding };
   // an App principal's installation token reaches only the run's repository: the agent is
   // steered by the pull request it reads
   const token = await identityToken(credential, repo, deps.pool, deps.config, { restrict: true });

@@ -2,6 +2,7 @@ import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { Knowledge, type RetrievalMethod } from "../../../shared/knowledge/service.ts";
 import { modelEndpoints } from "../../../shared/models/endpoint-cooldowns.ts";
 import { AskUnavailable, answerQuestion } from "../../ask/answer.ts";
+import { knowledgeReadBy, NONE_FOR_OUTSIDERS } from "../../auth/knowledge.ts";
 import { ok } from "../context.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, queryInt, queryString } from "../input.ts";
@@ -22,6 +23,16 @@ export function knowledgeOf(deps: ApiDependencies): Promise<Knowledge> {
     opened.set(deps.config, promise);
   }
   return promise;
+}
+
+/**
+ * The knowledge as the caller reads it (auth/knowledge.ts): a run token of an outsider's run holds
+ * `knowledge:read` like any run's, so these routes narrow it exactly as the knowledge tools do.
+ */
+async function readableKnowledge(ctx: RouteContext): Promise<Knowledge> {
+  const knowledge = knowledgeReadBy(ctx.principal, ctx.deps.config, await knowledgeOf(ctx.deps));
+  if (!knowledge) throw new ApiError(403, "forbidden", NONE_FOR_OUTSIDERS);
+  return knowledge;
 }
 
 /** POST /ask `{ question, targets?, method? }` → `{ answer, target, method, sources }`. */
@@ -54,6 +65,7 @@ export async function askRoute(ctx: RouteContext): Promise<Reply> {
     throw badRequest(`"method" must be one of ${METHODS.join(", ")}`);
   }
   const { deps } = ctx;
+  const knowledge = await readableKnowledge(ctx);
   try {
     return ok(
       await answerQuestion(
@@ -64,7 +76,7 @@ export async function askRoute(ctx: RouteContext): Promise<Reply> {
         },
         {
           config: deps.config,
-          knowledge: await knowledgeOf(deps),
+          knowledge,
           pool: deps.pool,
           logger: deps.logger,
           configDir: deps.config.dir,
@@ -83,7 +95,7 @@ export async function askRoute(ctx: RouteContext): Promise<Reply> {
 
 /** GET /knowledge: the documents (path, title, size, indexed_at); `?q=` searches without a model. */
 export async function knowledgeRoute(ctx: RouteContext): Promise<Reply> {
-  const knowledge = await knowledgeOf(ctx.deps);
+  const knowledge = await readableKnowledge(ctx);
   const q = queryString(ctx.req, "q");
   if (q === undefined) {
     const documents = await knowledge.list();

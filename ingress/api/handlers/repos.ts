@@ -15,7 +15,7 @@ import type { Reply, RouteContext } from "../types.ts";
 // one reader per daemon API (its default-branch cache), made on first use
 const readers = new WeakMap<object, CodehostReads>();
 
-function reader(ctx: RouteContext): CodehostReads {
+export function reader(ctx: RouteContext): CodehostReads {
   let found = readers.get(ctx.deps);
   if (!found) {
     found = codehostReads(ctx.deps);

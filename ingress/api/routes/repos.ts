@@ -1,3 +1,4 @@
+import { rehearsePullRoute } from "../handlers/rehearse.ts";
 import { listPullsRoute, listReposRoute } from "../handlers/repos.ts";
 import type { RouteSpec } from "../types.ts";
 
@@ -17,5 +18,13 @@ export const REPO_ROUTES: readonly RouteSpec[] = [
     summary:
       "open pull requests of a configured repo (all pages), each with the pipelines svc ran: runs, last status, diagnostic, output links",
     handler: listPullsRoute,
+  },
+  {
+    method: "POST",
+    path: "/repos/:owner/:name/pulls/:number/rehearse",
+    scope: "pipelines:invoke",
+    summary:
+      "fire the pull request's synchronize (built from GitHub's answer) with outputs held back: what the runs would post becomes their held/outputs.md artifact",
+    handler: rehearsePullRoute,
   },
 ];

@@ -5,6 +5,7 @@ import {
   searchKnowledgeTool,
 } from "../../../shared/knowledge/tools.ts";
 import { knowledgeOf } from "../../api/handlers/knowledge.ts";
+import { knowledgeReadBy, NONE_FOR_OUTSIDERS } from "../../auth/knowledge.ts";
 import { type ToolDefinition, textResult } from "../tool.ts";
 
 /**
@@ -18,8 +19,11 @@ function knowledgeTool(tool: KnowledgeTool, input: z.ZodObject): ToolDefinition 
     description: tool.description,
     access: "read",
     input,
-    async run(args, { deps }) {
-      const { text, isError } = await tool.call(await knowledgeOf(deps), args);
+    async run(args, { principal, deps }) {
+      // an outsider's run reads the documents given to outsiders only (auth/knowledge.ts)
+      const knowledge = knowledgeReadBy(principal, deps.config, await knowledgeOf(deps));
+      if (!knowledge) return textResult(NONE_FOR_OUTSIDERS, true);
+      const { text, isError } = await tool.call(knowledge, args);
       return textResult(text, isError);
     },
   };

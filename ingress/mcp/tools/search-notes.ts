@@ -1,14 +1,25 @@
 import { z } from "zod";
-import { listNotes, type NoteFilter } from "../../../db/notes.ts";
+import { listNotes, type NoteFilter, type NoteReader } from "../../../db/notes.ts";
 import { noteReaderOf } from "../../auth/notes.ts";
+import type { Principal } from "../../auth/principal.ts";
 import { type ToolDefinition, textResult } from "../tool.ts";
 
 const PREVIEW_CHARS = 280;
 
 /**
+ * Which notes a tool caller reads: auth/notes.ts's reader, narrowed for an outsider's run to its
+ * repository's (db/notes.ts). A token without the worker's record counts as an outsider's.
+ */
+export function toolNoteReader(principal: Principal, untrusted: boolean): NoteReader {
+  const reader = noteReaderOf(principal, untrusted);
+  if (reader.kind !== "run") return reader;
+  return { ...reader, outsider: principal.run?.outsider !== false };
+}
+
+/**
  * `search_notes`: notes whose title, body or tags contain every word of `query`, newest first,
- * among those the caller reads (a run: its repository's and the team's; never an untrusted note
- * but its own). The filters narrow that set; none widens it.
+ * among those the caller reads (a run: its repository's and the team's, an outsider's run its
+ * repository's alone; never an untrusted note but its own). The filters narrow that set; none widens it.
  */
 export const searchNotes: ToolDefinition = {
   name: "search_notes",
@@ -27,7 +38,7 @@ export const searchNotes: ToolDefinition = {
     .strict(),
   async run(input, { principal, deps }) {
     const filter = input as NoteFilter;
-    const notes = await listNotes(deps.pool, noteReaderOf(principal, false), {
+    const notes = await listNotes(deps.pool, toolNoteReader(principal, false), {
       ...filter,
       limit: filter.limit ?? 20,
     });

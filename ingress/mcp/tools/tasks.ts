@@ -65,6 +65,10 @@ function taskView(task: OrchestratedTask) {
 
 /** null when the task may run as asked; otherwise the refusal, naming the binding a skill needs. */
 function principalRefusal(call: ToolCall, pipeline: Pipeline, spec: TaskSpec): string | null {
+  // an outsider's prompt steers the orchestrator: it may not lend a task the team's identity
+  // (a token without the worker's record of its event counts as an outsider's)
+  if (spec.principal && call.principal.run?.outsider !== false)
+    return `principal "${spec.principal}" is refused: this run's event came from outside the repository's team, and an outsider's run cannot give a task a principal`;
   const bindings = Object.keys(pipeline.principals);
   const known = bindings.length ? bindings.map((name) => `"${name}"`).join(", ") : "none";
   if (spec.skill) {

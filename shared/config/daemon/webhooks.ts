@@ -1,4 +1,4 @@
-import { checkKeys, int, oneOf, type YamlMap } from "../read.ts";
+import { bool, checkKeys, int, oneOf, type YamlMap } from "../read.ts";
 import { secretSource } from "../secrets.ts";
 import { SIGNING_SECRET_SHAPE, signingKey } from "../signing-secret.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "../source.ts";
@@ -15,6 +15,20 @@ export function signingSecretRef(source: string): string {
   return `webhook/${source}${SIGNING_SECRET_REF_SUFFIX}`;
 }
 
+/**
+ * Whether the sender of a run's event is of the team as far as its source can tell (a replay
+ * judged as its original): a bearer (`webhook`) or tracker event only when its source declares
+ * `trusted_senders: true`; a code-host event always, as its author is judged from the event itself
+ * (the run's `outsider`); a fire or a schedule always, as an operator or svc sent it.
+ */
+export function sourceTrustsSender(
+  sources: Readonly<Record<string, WebhookSource>>,
+  event: { kind: string; source: string },
+): boolean {
+  if (event.kind !== "webhook" && event.kind !== "tracker") return true;
+  return Object.hasOwn(sources, event.source) && sources[event.source]!.trustedSenders === true;
+}
+
 export function readWebhooks(f: ConfigFile, root: YamlMap): DaemonSettings["webhooks"] {
   const webhooks = child(f, root, "webhooks", []) ?? {};
   checkKeys(f, webhooks, ["webhooks"], ["sources", "max_body_bytes"]);
@@ -25,7 +39,14 @@ export function readWebhooks(f: ConfigFile, root: YamlMap): DaemonSettings["webh
   for (const [name, raw] of entries(f, webhooks, "sources", ["webhooks"])) {
     const path = ["webhooks", "sources", name];
     if (!checkName(f, path, name, NAME, "webhook source")) continue;
-    checkKeys(f, raw, path, ["verify", "secret", "secret_ref", "signing_secret", "signing_secret_ref"]);
+    checkKeys(f, raw, path, [
+      "verify",
+      "secret",
+      "secret_ref",
+      "signing_secret",
+      "signing_secret_ref",
+      "trusted_senders",
+    ]);
     const verify = oneOf(f, raw, "verify", path, VERIFY_KINDS, {
       required: true,
       hint: " - bearer serves trigger.webhook, codehost (GitHub) and gitlab serve trigger.codehost, tracker serves trigger.tracker",
@@ -35,10 +56,40 @@ export function readWebhooks(f: ConfigFile, root: YamlMap): DaemonSettings["webh
       howToStore: `store it with "svc setup webhook ${name} --secret-env <ENV_NAME>"`,
     });
     const signing = readSigningSecret(f, raw, path, name, verify);
-    if (verify && secret && signing !== null)
-      sources[name] = { name, verify, secret, ...(signing ? { signingSecret: signing } : {}) };
+    const trustedSenders = readTrustedSenders(f, raw, path, verify);
+    if (verify && secret && signing !== null && trustedSenders !== null)
+      sources[name] = {
+        name,
+        verify,
+        secret,
+        ...(signing ? { signingSecret: signing } : {}),
+        ...(trustedSenders ? { trustedSenders } : {}),
+      };
   }
   return { maxBodyBytes, sources };
+}
+
+/**
+ * `trusted_senders: true` says whoever can send to a bearer or tracker source is of the team, so the
+ * notes its runs submit are trusted; such a payload names no author svc could judge. A code host's
+ * payload does (its author association, GitLab's members API), so there the key would only
+ * mislead: refused, as null, so the source is left out rather than started believing it.
+ */
+function readTrustedSenders(
+  f: ConfigFile,
+  raw: YamlMap,
+  path: KeyPath,
+  verify: VerifyKind | undefined,
+): boolean | null {
+  const value = bool(f, raw, "trusted_senders", path);
+  if (value === undefined) return false;
+  if (verify === "bearer" || verify === "tracker" || verify === undefined) return value;
+  f.report(
+    [...path, "trusted_senders"],
+    "invalid_value",
+    `"${formatPath([...path, "trusted_senders"])}" applies to bearer and tracker sources only - a ${verify} event states its author, whose association decides whether its run's notes are trusted; remove the key`,
+  );
+  return null;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { readChatTarget } from "../daemon/channels.ts";
-import { bool, checkKeys, isMapping, mapping, quote, str, type YamlMap } from "../read.ts";
+import { bool, checkKeys, isMapping, mapping, oneOf, quote, str, type YamlMap } from "../read.ts";
 import type { ConfigFile } from "../source.ts";
 import type { OutputBinding } from "../types.ts";
 import type { PipelineDraft } from "./draft.ts";
@@ -41,7 +41,7 @@ export function readOutputs(f: ConfigFile, root: YamlMap): Record<string, Output
     const path = ["outputs", key];
     const entry = mapping(f, spec, path, " such as { handler: codehost.review }");
     if (!entry) continue;
-    checkKeys(f, entry, path, ["handler", "config", ...Object.keys(PUBLISHING_OPTIONS)]);
+    checkKeys(f, entry, path, ["handler", "config", "target", ...Object.keys(PUBLISHING_OPTIONS)]);
     const handler = str(f, entry, "handler", path, {
       required: true,
       hint: ` - one of ${Object.keys(OUTPUT_HANDLERS).join(", ")}`,
@@ -66,7 +66,8 @@ export function readOutputs(f: ConfigFile, root: YamlMap): Record<string, Output
         continue;
       }
       const options = readPublishingOptions(f, entry, key, handler);
-      if (options) outputs[key] = { handler, ...options };
+      const target = readTarget(f, entry, key, handler);
+      if (options && target !== null) outputs[key] = { handler, ...options, ...(target ? { target } : {}) };
     } else {
       if (entry.config == null) {
         f.report(
@@ -79,7 +80,9 @@ export function readOutputs(f: ConfigFile, root: YamlMap): Record<string, Output
       const config = mapping(f, entry.config, [...path, "config"], " such as { bot, channel }");
       // bots are checked against daemon.yaml in resolvePipeline
       const chat = config && readChatTarget(f, config, [...path, "config"], undefined);
-      if (readPublishingOptions(f, entry, key, handler) && chat) outputs[key] = { handler, config: chat };
+      const target = readTarget(f, entry, key, handler);
+      if (readPublishingOptions(f, entry, key, handler) && chat && target !== null)
+        outputs[key] = { handler, config: chat };
     }
   }
   return outputs;
@@ -92,6 +95,28 @@ const PUBLISHING_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   progress: STICKY_HANDLERS,
   resolve_outdated: ["codehost.review"],
 };
+
+/**
+ * `target` (docs/outputs.md): where a `codehost.comment` may go. `event` (the default): the event's
+ * own pull request or issue only, whatever the result names; `any`: the repository and number the
+ * result names (a scheduled or chat-fired pipeline that comments on issues), never for an
+ * outsider's run. Undefined: not set; null: wrong (reported).
+ */
+function readTarget(f: ConfigFile, entry: YamlMap, key: string, handler: string): "any" | undefined | null {
+  if (entry.target === undefined) return undefined;
+  const path = ["outputs", key];
+  if (handler !== "codehost.comment") {
+    f.report(
+      [...path, "target"],
+      "output_option_refused",
+      `"outputs.${key}.target" is refused - only codehost.comment takes it (${handler} always goes to the event's own pull request, or to its configured channel); delete it`,
+    );
+    return null;
+  }
+  const value = oneOf(f, entry, "target", path, ["event", "any"] as const);
+  if (value === undefined) return null;
+  return value === "any" ? "any" : undefined;
+}
 
 /**
  * `sticky`, `progress` and `resolve_outdated` (docs/outputs.md): booleans, each on the handlers

@@ -242,7 +242,8 @@ principals:
       result: { read: [{ status: "completed", result: { finding: "none" } }] },
     });
     const transcript = artifacts.find((a) => /.\/transcript$/.test(a.name));
-    expect(transcript?.rendered).toContain(`principal token: ${MARKER} (also ${MARKER})`);
+    // a token principal's token never reaches a task at all (issue 55, finding 6)
+    expect(transcript?.rendered).toContain("principal token:  (also )");
     expect(transcript?.rendered).toContain(`task token: ${MARKER}`);
     const onDisk = await readFile(transcript!.path, "utf8");
     const served = await api(`/invocations/${invocations[0].id}/artifacts`);

@@ -159,6 +159,8 @@ targets:
       - { name: c, secret: ${CODEX_KEY} }
 ask:
   targets: [echo]
+# forge's sandbox shares the host's network, refused while loopback clients act with "*"
+server: { loopback_star: false }
 sandboxes:
   engine: { socket: ${engine.socket} }
 worker:

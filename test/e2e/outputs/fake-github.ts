@@ -179,6 +179,16 @@ export async function startFakeGitHub(options: {
       );
     };
     const user = { login, id: userIds.get(login) ?? 42, type: "Bot" };
+    // the account a token acts as; an App's installation token is no user, and GitHub says so
+    if (url.pathname === "/user" && req.method === "GET") {
+      if (installation)
+        return send(res, 403, {
+          message: "Resource not accessible by integration",
+          documentation_url: `${DOCS}/users/users#get-the-authenticated-user`,
+          status: "403",
+        });
+      return send(res, 200, { ...user, type: "User" });
+    }
     // the change is made, then the connection closes without an answer: a proxy in between failed
     const dropped = () => {
       const entry = [...drop].find(
@@ -269,6 +279,19 @@ export async function startFakeGitHub(options: {
       if (!repoRead[3]) return send(res, 200, hosted.repository);
       const state = url.searchParams.get("state") ?? "open";
       return sendPage(hosted.pulls.filter((pull) => state === "all" || pull.state === state));
+    }
+    // one pull request, as `GET /repos/{owner}/{repo}/pulls/{pull_number}` answers it
+    const pullRead = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/(\d+)$/.exec(url.pathname);
+    if (pullRead && req.method === "GET") {
+      const hosted = options.repos?.[`${pullRead[1]}/${pullRead[2]}`];
+      const pull = hosted?.pulls.find((entry) => entry.number === Number(pullRead[3]));
+      if (!pull)
+        return send(res, 404, {
+          message: "Not Found",
+          documentation_url: `${DOCS}/pulls/pulls#get-a-pull-request`,
+          status: "404",
+        });
+      return send(res, 200, pull);
     }
     const match =
       /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)\/(comments|reviews|files)(?:\/(\d+)\/replies)?$/.exec(

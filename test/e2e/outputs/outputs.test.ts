@@ -143,7 +143,8 @@ result:
     properties:
       comment: { $ref: svc://schemas/codehost/comment/v1 }
 outputs:
-  comment: { handler: codehost.comment }
+  # its result names the repository to comment on (issue 55: only with target: any)
+  comment: { handler: codehost.comment, target: any }
 `),
     "pipelines/announce.yaml": pipelineFile(`trigger:
   webhook: [announce-hook]
@@ -302,7 +303,8 @@ describe("outputs: results land on a fake code host and a fake chat API, exactly
     expect(review!.body).toContain("Two problems.");
     expect(review!.body).toContain("README.md:40 — the README says otherwise");
     expect(review!.body).toContain(`pr-review 2.0.0 · ${id}`);
-    expect(review!.body).toContain(`<!-- svc:${invocation}:review -->`);
+    // the marker carries the invocation's seal (db/marker-key.ts), which no one else can write
+    expect(review!.body).toMatch(new RegExp(`<!-- svc:${invocation}:review:[A-Za-z0-9_-]{16} -->`));
     // the diff was read first, with the same identity
     const filesRead = github.requests.filter((r) => r.path.endsWith("/files"));
     expect(filesRead.map((r) => r.authorization)).toEqual([`token ${REVIEWER_TOKEN}`]);

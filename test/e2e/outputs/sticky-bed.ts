@@ -13,7 +13,7 @@ import {
   startWorkerProcess,
   writeConfigDir,
 } from "../worker/processes.ts";
-import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
+import { type FakeGitHub, type HostedRepo, startFakeGitHub } from "./fake-github.ts";
 
 /**
  * A real ingress and worker on a fresh database, publishing to the loopback GitHub fake, for the
@@ -73,17 +73,34 @@ export async function startStickyBed(options: {
   pipelines: Record<string, string>;
   hooks: string[];
   users?: Record<string, string>;
+  /**
+   * repositories in daemon.yaml's `repos`, checked out from `cloneUrl` (a local mirror), and what
+   * the loopback GitHub answers for each (`GET /repos/...`, its pull requests)
+   */
+  repos?: Record<string, { hosted: HostedRepo; cloneUrl: string }>;
+  /** a `github` source of `verify: codehost`, for pipelines with `trigger.codehost` */
+  codehostSource?: boolean;
 }): Promise<StickyBed> {
   const database: TestDatabase = await createTestDatabase(inject("adminDatabaseUrl"));
   const gateDir = await mkdtemp(join(tmpdir(), "svc-sticky-gate-"));
-  const github = await startFakeGitHub({ users: { [CODEHOST_TOKEN]: "svc-bot", ...options.users } });
+  const github = await startFakeGitHub({
+    users: { [CODEHOST_TOKEN]: "svc-bot", ...options.users },
+    repos: Object.fromEntries(Object.entries(options.repos ?? {}).map(([name, repo]) => [name, repo.hosted])),
+  });
+  const codehostSource = options.codehostSource
+    ? `\n    github: { verify: codehost, secret: "\${HOOK_TOKEN}" }`
+    : "";
+  const repos = Object.entries(options.repos ?? {});
+  const reposBlock = repos.length
+    ? `repos:\n${repos.map(([name, repo]) => `  ${name}: { clone_url: "${repo.cloneUrl}" }`).join("\n")}\n`
+    : "";
   const files: Record<string, string> = {
     "daemon.yaml": `server:
   public_url: ${PUBLIC_URL}
 webhooks:
   sources:
-${options.hooks.map((hook) => `    ${hook}: { verify: bearer, secret: "\${HOOK_TOKEN}" }`).join("\n")}
-targets:
+${options.hooks.map((hook) => `    ${hook}: { verify: bearer, secret: "\${HOOK_TOKEN}" }`).join("\n")}${codehostSource}
+${reposBlock}targets:
 ${options.agents.map((agent) => `  ${agent}: { runtime: command, command: ["./bin/${agent}"], timeout: 60s }`).join("\n")}
 ask:
   targets: [${options.agents[0]}]

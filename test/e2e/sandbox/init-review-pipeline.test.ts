@@ -18,7 +18,7 @@ import {
 import { waitFor } from "../../support/wait-for.ts";
 import { FakeAnthropic } from "../agents/fake-anthropic.ts";
 import { svc } from "../cli/support.ts";
-import { type FakeGitHub, startFakeGitHub } from "../outputs/fake-github.ts";
+import { type FakeGitHub, type HostedRepo, startFakeGitHub } from "../outputs/fake-github.ts";
 import { PR_PAYLOAD, postSignedPullRequest } from "../outputs/pull-request.ts";
 import { type RoleProcess, startIngress, startWorkerProcess } from "../worker/processes.ts";
 
@@ -63,6 +63,11 @@ describe.skipIf(unavailable)("the review pipeline svc init writes, on a real con
   let base: string;
   /** the head the first review saw */
   let reviewed: string;
+  /** the newest head pushed, and the role processes' environment */
+  let latest: string;
+  let env: Record<string, string>;
+  /** what the loopback GitHub answers for the repository and its pull requests (`--fire` reads it) */
+  const hosted: HostedRepo = { repository: { full_name: REPO, private: true }, pulls: [] };
 
   beforeAll(async () => {
     const ready = await startEngineWithImages();
@@ -76,7 +81,7 @@ describe.skipIf(unavailable)("the review pipeline svc init writes, on a real con
     });
     git = gitHost({ authorize: (token, repo) => (token === GITHUB_TOKEN ? repo === REPO : "unknown") });
     git.createRepo(REPO, { private: true });
-    github = await startFakeGitHub({ users: { [GITHUB_TOKEN]: "svc-bot" }, git });
+    github = await startFakeGitHub({ users: { [GITHUB_TOKEN]: "svc-bot" }, git, repos: { [REPO]: hosted } });
 
     parent = await mkdtemp(join(tmpdir(), "svc-init-review-e2e-"));
     const work = join(parent, "work");
@@ -110,7 +115,7 @@ describe.skipIf(unavailable)("the review pipeline svc init writes, on a real con
     await writeFile(daemonPath, daemon.toString());
 
     database = await createTestDatabase(inject("adminDatabaseUrl"));
-    const env: Record<string, string> = {
+    env = {
       SVC_CONFIG_DIR: dir,
       SVC_DATABASE_URL: database.url,
       GITHUB_WEBHOOK_SECRET: WEBHOOK_SECRET,
@@ -242,6 +247,7 @@ describe.skipIf(unavailable)("the review pipeline svc init writes, on a real con
       { "src/app.js": `${BASE_FILE.replace("let name", "let nm")}export const two = 2;\n` },
       "another change",
     );
+    latest = head;
     const found = await deliver("synchronize", head, "MEMBER");
     expect(found.invocations[0].status, JSON.stringify(found.invocations[0].diagnostic)).toBe("completed");
     const changes = await readFile(join(runDir(found), "changes.diff"), "utf8");
@@ -253,6 +259,63 @@ describe.skipIf(unavailable)("the review pipeline svc init writes, on a real con
     expect(prompts.at(-1)!.text).toContain("# Since the last review");
     expect(prompts.at(-1)!.text).toContain(`reviewed ${reviewed}, an ancestor of this head`);
     expect(github.comments.get(THREAD) ?? []).toHaveLength(1);
+  });
+
+  it("svc doctor --deep --fire rehearses the pull request's push: the review it would post is shown, nothing is posted", async () => {
+    const [owner, name] = REPO.split("/");
+    const source = PR_PAYLOAD as unknown as { pull_request: Record<string, unknown> };
+    // GitHub's answer for the pull request: the daemon builds the rehearsed event from it
+    hosted.pulls = [
+      {
+        ...source.pull_request,
+        number: NUMBER,
+        state: "open",
+        author_association: "MEMBER",
+        head: { ref: "rename", sha: latest, repo: { full_name: REPO } },
+        base: {
+          ref: "main",
+          sha: base,
+          repo: { ...PR_PAYLOAD.repository, full_name: REPO, name, owner: { login: owner } },
+        },
+      },
+    ];
+    // writes through the REST API (a checkout's fetch and a GraphQL query are POSTs that write nothing)
+    const restWrites = () =>
+      github.requests.filter((request) => request.method !== "GET" && request.path.startsWith("/repos/"))
+        .length;
+    const writesBefore = restWrites();
+    const requestsBefore = anthropic.seen(ANTHROPIC_API_KEY, "/v1/messages").length;
+    const sticky = (github.comments.get(THREAD) ?? [])[0]!.body;
+    const reviews = (github.reviews.get(THREAD) ?? []).length;
+
+    const doctor = await svc(["doctor", "--deep", "--fire", `${THREAD}`, "--json"], env);
+    const report = JSON.parse(doctor.stdout) as {
+      fire: {
+        status: string;
+        head: string;
+        runs: { pipeline: string; status: string; diagnostic: unknown; wouldPost: string | null }[];
+      };
+    };
+    expect(report.fire.head).toBe(latest);
+    expect(report.fire.status, doctor.stderr).toBe("completed");
+    expect(report.fire.runs).toHaveLength(1);
+    const [run] = report.fire.runs;
+    expect(run!.status, JSON.stringify(run!.diagnostic)).toBe("completed");
+    expect(run!.pipeline).toBe("pr-review");
+    // the agent really ran again on the model, and what it would have posted is shown
+    expect(anthropic.seen(ANTHROPIC_API_KEY, "/v1/messages").length).toBeGreaterThan(requestsBefore);
+    expect(run!.wouldPost).toContain(`## outputs.review → ${THREAD} (codehost.review, sticky, COMMENT)`);
+    expect(run!.wouldPost).toContain("One naming finding.");
+    // nothing was written to the pull request: no progress note, no edit of the sticky comment, no review
+    expect(restWrites()).toBe(writesBefore);
+    expect((github.comments.get(THREAD) ?? [])[0]!.body).toBe(sticky);
+    expect(github.reviews.get(THREAD) ?? []).toHaveLength(reviews);
+
+    // the human form names the run and prints the held review
+    const human = await svc(["doctor", "--deep", "--fire", `${THREAD}`], env);
+    expect(human.stdout).toContain(`rehearsing ${THREAD} at ${latest.slice(0, 12)} with outputs held back`);
+    expect(human.stdout).toContain("--- what pr-review would post (held back, nothing was posted) ---");
+    expect(restWrites()).toBe(writesBefore);
   });
 
   it("a fork's pull request is not reviewed: the author gate", async () => {

@@ -116,6 +116,9 @@ function facts(text: string): Record<string, string> {
 const SUMMARY_SCHEMA =
   "result:\n  schema:\n    type: object\n    properties:\n      summary: { type: string }\n    required: [summary]\n";
 
+const pipeline = (name: string, target: string, extra: string) =>
+  `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [${name}-hook]\ntargets: [${target}]\ninstructions: run\nretain_checkout: true\n${extra}`;
+
 /**
  * Sandboxed runs end to end: a real dockerd (temporary directory, no bridge, no iptables) and a
  * loopback registry; the project's agent and studio images built on an mmdebstrap base and pushed
@@ -130,6 +133,15 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
   let ingress: RoleProcess;
   let worker: RoleProcess;
   let url: string;
+  /** the daemon of the pipelines on the host's network (the last tests) */
+  const hostNet = {} as {
+    database: TestDatabase;
+    dir: string;
+    ingress: RoleProcess;
+    worker: RoleProcess;
+    url: string;
+    pool: pg.Pool;
+  };
   const anthropic = new FakeAnthropic();
   const chat = new FakeChatApi();
   const env: Record<string, string> = {
@@ -152,10 +164,10 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
       .filter(Boolean)
       .map((line) => JSON.parse(line) as { Action: string; Actor: { Attributes: Record<string, string> } });
   };
-  const fireAndWait = async (hook: string) => {
-    const id = await postWebhook(url, hook, HOOK, {});
-    await waitForTrigger(pool, id);
-    return lineage(pool, id);
+  const fireAndWait = async (hook: string, daemon: { url: string; pool: pg.Pool } = { url, pool }) => {
+    const id = await postWebhook(daemon.url, hook, HOOK, {});
+    await waitForTrigger(daemon.pool, id);
+    return lineage(daemon.pool, id);
   };
 
   // the hold pipeline's step is holding once it marked RUN_DIR: a retry then passes straight through
@@ -191,8 +203,6 @@ describe.skipIf(unavailable)("sandboxed runs on a real container engine", () => 
       result: { summary: "boxed" },
     });
     database = await createTestDatabase(inject("adminDatabaseUrl"));
-    const pipeline = (name: string, target: string, extra: string) =>
-      `version: 1.0.0\nagent: helper\ntrigger:\n  webhook: [${name}-hook]\ntargets: [${target}]\ninstructions: run\nretain_checkout: true\n${extra}`;
     const hooks = [
       "variant",
       "chat",
@@ -291,7 +301,6 @@ worker:
         "echo",
         "sandbox:\n  image: agent:gpu\nsetup:\n  - run: 'true'\n",
       ),
-      "pipelines/tool.yaml": pipeline("tool", "tool", "tools: [probe]\nsandbox:\n  network: host\n"),
       "pipelines/slow.yaml": pipeline("slow", "slow", "sandbox: {}\n"),
       "pipelines/hold.yaml": pipeline(
         "hold",
@@ -303,11 +312,6 @@ worker:
       // sandboxes.network is none: the model API and svc only through the gateway's socket
       "pipelines/claude.yaml": pipeline("claude", "claude", `sandbox: {}\n${SUMMARY_SCHEMA}`),
       "pipelines/chat.yaml": pipeline("chat", "chat", `sandbox: {}\n${SUMMARY_SCHEMA}`),
-      "pipelines/claude-host.yaml": pipeline(
-        "claude-host",
-        "claude",
-        `sandbox:\n  network: host\n${SUMMARY_SCHEMA}`,
-      ),
       "pipelines/reach.yaml": pipeline(
         "reach",
         "reach",
@@ -402,18 +406,7 @@ worker:
       expect.objectContaining({
         image: "agent:default",
         present: true,
-        pipelines: [
-          "bench-box",
-          "boxed",
-          "chat",
-          "claude",
-          "claude-host",
-          "hold",
-          "reach",
-          "slow",
-          "tasked",
-          "tool",
-        ],
+        pipelines: ["bench-box", "boxed", "chat", "claude", "hold", "reach", "slow", "tasked"],
         source: `svc image pull (${engine.registryHost}/svc/agent:default)`,
       }),
       expect.objectContaining({ image: "studio:default", present: true, pipelines: [] }),
@@ -614,28 +607,15 @@ worker:
     expect(facts(await readFile(join(root, "surface", "facts.txt"), "utf8")).hostname).toBe(hostname());
   });
 
-  it("a sandboxed run's token is refused for host tools from inside the container, whatever its scopes", async () => {
-    const { invocations } = await fireAndWait("tool-hook");
-    expect(invocations[0].status).toBe("completed");
-    const { status, answer } = invocations[0].result as { status: number; answer: string };
-    expect(status).toBe(200);
-    expect(JSON.parse(answer)).toEqual({
-      jsonrpc: "2.0",
-      id: 1,
-      error: { code: -32001, message: "Forbidden" },
-    });
-    await expect(readFile(join(dir, "host-tool-ran"))).rejects.toThrow(/ENOENT/);
-  }, 120_000);
-
   // the first answer asks for svc's submit_note: offered only when the CLI reached /mcp from the box
-  const claudeRun = async (hook: string) => {
+  const claudeRun = async (hook: string, daemon = { url, pool }) => {
     const before = anthropic.seen("sk-ant-boxed", "/v1/messages").length;
-    const { invocations } = await fireAndWait(hook);
+    const { invocations } = await fireAndWait(hook, daemon);
     expect(invocations[0].diagnostic).toBeNull();
     expect(invocations[0].result).toEqual({ summary: "boxed" });
     // the model API saw the real key, which only the gateway holds
     expect(anthropic.seen("sk-ant-boxed", "/v1/messages").length - before).toBeGreaterThanOrEqual(2);
-    const { rows } = await pool.query("SELECT title FROM svc.notes WHERE invocation_id = $1", [
+    const { rows } = await daemon.pool.query("SELECT title FROM svc.notes WHERE invocation_id = $1", [
       invocations[0].id,
     ]);
     expect(rows).toEqual([{ title: "from the box" }]);
@@ -644,10 +624,6 @@ worker:
 
   it("a Claude Code agent runs in a container with network none: the pinned CLI of the image, its model and svc's tools through the gateway's socket", async () => {
     await claudeRun("claude-hook");
-  }, 180_000);
-
-  it("with network host the same agent reaches the gateway and svc on the worker's loopback", async () => {
-    await claudeRun("claude-host-hook");
   }, 180_000);
 
   it("an openai agent of a sandboxed pipeline runs in the worker and reaches svc's tools at the worker's own address, not the container's", async () => {
@@ -746,4 +722,58 @@ worker:
     );
     expect(median(boxed)).toBeGreaterThan(median(host));
   }, 180_000);
+
+  /**
+   * A sandbox on the host's network (tool, claude-host) is refused while loopback clients act with
+   * `*`, which the tests above need on (the reach and cancellation tests): these run on a daemon of
+   * their own with `server.loopback_star: false`. The main worker is stopped first: a worker sweeps
+   * every labelled container its own database does not know as running, the other's included.
+   */
+  describe("on the host's network, with server.loopback_star off", () => {
+    beforeAll(async () => {
+      await worker.stop();
+      hostNet.database = await createTestDatabase(inject("adminDatabaseUrl"));
+      hostNet.dir = await writeConfigDir({
+        "daemon.yaml": `${await readFile(join(dir, "daemon.yaml"), "utf8")}server: { loopback_star: false }\n`,
+        "agents/helper/PERSONA.md": "---\nname: helper\ndescription: Helps.\n---\nYou help.\n",
+        "pipelines/tool.yaml": pipeline("tool", "tool", "tools: [probe]\nsandbox:\n  network: host\n"),
+        "pipelines/claude-host.yaml": pipeline(
+          "claude-host",
+          "claude",
+          `sandbox:\n  network: host\n${SUMMARY_SCHEMA}`,
+        ),
+      });
+      const hostNetEnv = { ...env, SVC_CONFIG_DIR: hostNet.dir, SVC_DATABASE_URL: hostNet.database.url };
+      const started = await startIngress(hostNetEnv);
+      hostNet.ingress = started.role;
+      hostNet.url = started.url;
+      hostNet.worker = await startWorkerProcess({ ...hostNetEnv, SVC_DAEMON_URL: hostNet.url });
+      hostNet.pool = new pg.Pool({ connectionString: hostNet.database.url, max: 2 });
+    }, 120_000);
+
+    afterAll(async () => {
+      await hostNet.worker?.stop();
+      await hostNet.ingress?.stop();
+      await hostNet.pool?.end();
+      await hostNet.database?.drop();
+      if (hostNet.dir) await rm(hostNet.dir, { recursive: true, force: true });
+    }, 120_000);
+
+    it("a sandboxed run's token is refused for host tools from inside the container, whatever its scopes", async () => {
+      const { invocations } = await fireAndWait("tool-hook", hostNet);
+      expect(invocations[0].status).toBe("completed");
+      const { status, answer } = invocations[0].result as { status: number; answer: string };
+      expect(status).toBe(200);
+      expect(JSON.parse(answer)).toEqual({
+        jsonrpc: "2.0",
+        id: 1,
+        error: { code: -32001, message: "Forbidden" },
+      });
+      await expect(readFile(join(dir, "host-tool-ran"))).rejects.toThrow(/ENOENT/);
+    }, 120_000);
+
+    it("with network host the same agent reaches the gateway and svc on the worker's loopback", async () => {
+      await claudeRun("claude-host-hook", hostNet);
+    }, 180_000);
+  });
 });

@@ -534,7 +534,8 @@ outputs:
     expect(await orchestratedTasks(invocations[0].id)).toHaveLength(0);
   });
 
-  it("a task bound to a principal acts through that principal's code-host identity", async () => {
+  it("a task bound to a token principal is told its binding, never given the principal's long-lived token", async () => {
+    // issue 55, finding 6: a task agent steered to print GH_TOKEN into its result would publish it
     const id = await postWebhook(url, "bound", HOOK_TOKEN, {});
     await waitForTrigger(pool, id);
     const { invocations } = await lineage(pool, id);
@@ -542,7 +543,7 @@ outputs:
       read: [
         expect.objectContaining({
           status: "completed",
-          result: { principal: "pull-request-reviewer", reviewer_token: true },
+          result: { principal: "pull-request-reviewer", reviewer_token: false },
         }),
       ],
     });

@@ -284,6 +284,37 @@ describe("tools/call", () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it("an outsider's orchestrator cannot lend a task a principal (issue 55, finding 6)", async () => {
+    const orchestratorOf = async (outsider: boolean | undefined) =>
+      (
+        await issueRunToken(api.pool, {
+          invocationId: invocation,
+          scopes: ["mcp:read", "mcp:write"],
+          sandboxed: false,
+          expiresAt: new Date(Date.now() + 600_000),
+          run: { pipeline: "plain", role: "orchestrator", ...(outsider === undefined ? {} : { outsider }) },
+        })
+      ).token;
+    const ask = { instructions: "act as the reviewer", principal: "pull-request-reviewer" };
+    // a stranger's pull request steers this orchestrator: the team's identity is not its to lend
+    for (const outsider of [true, undefined]) {
+      const client = await connect(api.url, await orchestratorOf(outsider));
+      const refused = await client.callTool({ name: "create_task", arguments: ask });
+      expect(refused.isError).toBe(true);
+      expect(text(refused)).toBe(
+        `principal "pull-request-reviewer" is refused: this run's event came from outside the repository's team, and an outsider's run cannot give a task a principal`,
+      );
+      await client.close();
+    }
+    // the team's own orchestrator is told what is wrong with the binding instead
+    const team = await connect(api.url, await orchestratorOf(false));
+    const answered = await team.callTool({ name: "create_task", arguments: ask });
+    expect(text(answered)).toContain('principal "pull-request-reviewer" is not a binding of pipeline plain');
+    await team.close();
+    const { rows } = await api.pool.query("SELECT count(*)::int AS n FROM svc.tasks WHERE spec IS NOT NULL");
+    expect(rows[0].n).toBe(0);
+  });
+
   it("a read tool works with mcp:read", async () => {
     const client = await connect(api.url, "secret-reader");
     const result = await client.callTool({ name: "search_notes", arguments: {} });

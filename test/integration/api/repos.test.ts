@@ -19,6 +19,7 @@ const FIXTURE = join(
 const HELLO = "Codertocat/Hello-World";
 const GOOD_TOKEN = "ghs_default_identity_token";
 const READER = "secret-reader";
+const INVOKER = "secret-invoker";
 const PASTED = "ghp_pasted_into_clone_url";
 
 let db: TestDatabase;
@@ -27,7 +28,9 @@ let api: ApiHarness;
 let payload: { pull_request: Record<string, unknown>; repository: Record<string, unknown> };
 
 function config(token: string): ConfigSnapshot {
-  const base = apiConfig({ tokens: tokensBlock({ reader: ["repos:read"] }) });
+  const base = apiConfig({
+    tokens: tokensBlock({ reader: ["repos:read"], invoker: ["pipelines:invoke"] }),
+  });
   return {
     ...base,
     repos: {
@@ -104,6 +107,65 @@ const get = async (path: string, harness = api) => {
   expect(text).not.toContain(PASTED);
   return { status: response.status, body: JSON.parse(text), headers: response.headers };
 };
+
+// before the rate limit is spent (the last test of GET /repos spends the token's for good)
+describe("POST /repos/:owner/:name/pulls/:number/rehearse", () => {
+  const rehearse = async (path: string, body: unknown = {}, token = INVOKER) => {
+    const response = await api.request("POST", path, { token, body });
+    const text = await response.text();
+    expect(text).not.toContain(GOOD_TOKEN);
+    return { status: response.status, body: JSON.parse(text) };
+  };
+
+  it("records the pull request's synchronize as GitHub answers it, with its outputs held back", async () => {
+    const { status, body } = await rehearse(`/repos/${HELLO}/pulls/2/rehearse`);
+    expect(status).toBe(202);
+    const head = (payload.pull_request.head as { sha: string }).sha;
+    expect(body).toMatchObject({ repo: HELLO, number: 2, head });
+    const { rows } = await api.pool.query(
+      "SELECT kind, source, event_name, hold_outputs, payload FROM svc.triggers WHERE id = $1",
+      [body.trigger],
+    );
+    expect(rows[0]).toMatchObject({
+      kind: "codehost",
+      source: "doctor",
+      event_name: "pull_request.synchronize",
+      hold_outputs: true,
+    });
+    // built from GitHub's answer: its author association, head and base repository, not the caller's
+    const event = rows[0].payload;
+    expect(event.action).toBe("synchronize");
+    expect(event.number).toBe(2);
+    expect(event.pull_request.author_association).toBe(payload.pull_request.author_association);
+    expect(event.pull_request.head.sha).toBe(head);
+    expect(event.repository.full_name).toBe(HELLO);
+    expect(github.requests.some((r) => r.method === "GET" && r.path === `/repos/${HELLO}/pulls/2`)).toBe(
+      true,
+    );
+  });
+
+  it("refuses what it cannot rehearse, recording nothing", async () => {
+    const count = async () =>
+      (await api.pool.query("SELECT count(*)::int AS n FROM svc.triggers WHERE source = 'doctor'")).rows[0].n;
+    const before = await count();
+    const closed = await rehearse(`/repos/${HELLO}/pulls/151/rehearse`);
+    expect(closed.status).toBe(400);
+    expect(closed.body.error.message).toBe(`${HELLO}#151 is closed: only an open pull request is pushed to`);
+    const missing = await rehearse(`/repos/${HELLO}/pulls/999/rehearse`);
+    expect(missing.status).toBe(404);
+    expect(missing.body.error.message).toBe(`GitHub has no pull request ${HELLO}#999 that svc can see`);
+    expect((await rehearse("/repos/acme/unknown/pulls/2/rehearse")).status).toBe(404);
+    const word = await rehearse(`/repos/${HELLO}/pulls/two/rehearse`);
+    expect(word.status).toBe(400);
+    expect(word.body.error.message).toBe('"two" is not a pull request number');
+    // the caller cannot supply the event, nor any part of it
+    const forged = await rehearse(`/repos/${HELLO}/pulls/2/rehearse`, { payload: { pull_request: {} } });
+    expect(forged.status).toBe(400);
+    // repos:read alone does not fire anything
+    expect((await rehearse(`/repos/${HELLO}/pulls/2/rehearse`, {}, READER)).status).toBe(403);
+    expect(await count()).toBe(before);
+  });
+});
 
 describe("GET /repos", () => {
   it("lists daemon.yaml's repos with the default branch, svc's last run, and a refusal per repo", async () => {

@@ -1,6 +1,7 @@
 import { PassThrough } from "node:stream";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { knownAppSlug } from "../../../shared/codehost/app-slug.ts";
 import { botName } from "../../../shared/config/authors.ts";
 import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { createLogger } from "../../../shared/logger.ts";
@@ -54,12 +55,14 @@ describe("the GitHub App's slug is the default bot name", () => {
     expect(github.requests.filter((r) => r.path === "/app")).toHaveLength(1);
   });
 
-  it("keeps codehost.bot_name when the operator set one, and asks GitHub nothing", async () => {
-    const before = github.requests.length;
+  it("keeps codehost.bot_name for commands when the operator set one, and still learns the slug", async () => {
+    const before = github.requests.filter((r) => r.path === "/app").length;
     const snapshot = config({ apiUrl: github.url, botName: "reviewer" });
     expect(await learnAppSlug(pool, snapshot)).toBeUndefined();
     expect(botName(snapshot)).toBe("reviewer");
-    expect(github.requests.length).toBe(before);
+    // the slug is how svc knows its own reviews (`<slug>[bot]`, worker/outputs/codehost.ts)
+    expect(knownAppSlug(6060)).toBe("acme-review");
+    expect(github.requests.filter((r) => r.path === "/app").length).toBe(before + 1);
   });
 
   it("says why when GitHub refuses the App, and commands keep answering to svc", async () => {

@@ -50,14 +50,20 @@ describe("delivering one output exactly once (real Postgres, fake GitHub on loop
     return id;
   }
 
-  const stamp = (inv: string) => ({ pipeline: "p", version: "1.0.0", origin: inv, invocation: inv });
+  const stamp = (inv: string) => ({
+    pipeline: "p",
+    version: "1.0.0",
+    origin: inv,
+    invocation: inv,
+    seal: `seal-${inv.slice(-8)}`,
+  });
 
   function work(inv: string, key = "comment") {
     return {
       invocationId: inv,
       key,
       handler: "codehost.comment",
-      find: () => publisher.findComment(REF, inv, key),
+      find: () => publisher.findComment(REF, stamp(inv), key),
       post: () => publisher.postComment(REF, stampBody("hello", stamp(inv), key)),
     };
   }

@@ -41,7 +41,7 @@ describe("knowledge files placed in RUN_DIR", () => {
   for (const delivery of ["file", "browse"] as const) {
     it(`${delivery}: a link planted at RUN_DIR/knowledge is removed, never followed`, async () => {
       await symlink(hostDir, join(runDir, "knowledge"));
-      await placeKnowledgeFiles(knowledge, { knowledge: { method: "none", delivery } }, runDir);
+      await placeKnowledgeFiles(knowledge, { knowledge: { method: "none", delivery } }, runDir, () => true);
       expect(await readdir(hostDir)).toEqual([]);
       expect((await lstat(join(runDir, "knowledge"))).isDirectory()).toBe(true);
       expect(await readFile(join(runDir, "knowledge", "backups.md"), "utf8")).toContain("pg_restore");
@@ -52,7 +52,7 @@ describe("knowledge files placed in RUN_DIR", () => {
 
   it("prompt and search place no files", async () => {
     for (const delivery of ["prompt", "search"] as const)
-      await placeKnowledgeFiles(knowledge, { knowledge: { method: "bm25", delivery } }, runDir);
+      await placeKnowledgeFiles(knowledge, { knowledge: { method: "bm25", delivery } }, runDir, () => true);
     expect(await readdir(runDir)).toEqual([]);
   });
 });

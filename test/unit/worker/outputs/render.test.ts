@@ -8,29 +8,38 @@ import {
   stampBody,
 } from "../../../../worker/outputs/render.ts";
 
-const STAMP = { pipeline: "pr-review", version: "2.0.0", origin: "trg_abcdefgh", invocation: "inv_qrstuvwx" };
+const STAMP = {
+  pipeline: "pr-review",
+  version: "2.0.0",
+  origin: "trg_abcdefgh",
+  invocation: "inv_qrstuvwx",
+  seal: "Sx7Qm2Kd9Lp4Vn8A",
+};
 
 describe("marker and footer", () => {
-  it("the marker names the invocation and the output key, hidden as an HTML comment", () => {
-    expect(marker("inv_qrstuvwx", "review")).toBe("<!-- svc:inv_qrstuvwx:review -->");
+  it("the marker names the invocation, the output key and the invocation's seal, hidden as an HTML comment", () => {
+    expect(marker(STAMP, "review")).toBe("<!-- svc:inv_qrstuvwx:review:Sx7Qm2Kd9Lp4Vn8A -->");
   });
 
   it("a stamped body ends with the visible footer (pipeline, version, trigger), then the marker", () => {
     expect(footerLine(STAMP)).toBe("pr-review 2.0.0 · trg_abcdefgh");
     expect(stampBody("Looks good.\n\n", STAMP, "review")).toBe(
-      "Looks good.\n\n---\n<sub>pr-review 2.0.0 · trg_abcdefgh</sub>\n<!-- svc:inv_qrstuvwx:review -->",
+      "Looks good.\n\n---\n<sub>pr-review 2.0.0 · trg_abcdefgh</sub>\n<!-- svc:inv_qrstuvwx:review:Sx7Qm2Kd9Lp4Vn8A -->",
     );
     expect(stampBody("", STAMP, "review")).toBe(
-      "---\n<sub>pr-review 2.0.0 · trg_abcdefgh</sub>\n<!-- svc:inv_qrstuvwx:review -->",
+      "---\n<sub>pr-review 2.0.0 · trg_abcdefgh</sub>\n<!-- svc:inv_qrstuvwx:review:Sx7Qm2Kd9Lp4Vn8A -->",
     );
   });
 
-  it("finds its own marker only: another key or invocation is not a match", () => {
+  it("finds its own marker only: another key, invocation or seal is not a match", () => {
     const body = stampBody("x", STAMP, "summary");
-    expect(hasMarker(body, "inv_qrstuvwx", "summary")).toBe(true);
-    expect(hasMarker(body, "inv_qrstuvwx", "review")).toBe(false);
-    expect(hasMarker(body, "inv_other000", "summary")).toBe(false);
-    expect(hasMarker(null, "inv_qrstuvwx", "summary")).toBe(false);
+    expect(hasMarker(body, STAMP, "summary")).toBe(true);
+    expect(hasMarker(body, STAMP, "review")).toBe(false);
+    expect(hasMarker(body, { ...STAMP, invocation: "inv_other000" }, "summary")).toBe(false);
+    // the invocation id is public; without the seal, the marker an outsider can write is no match
+    expect(hasMarker("<!-- svc:inv_qrstuvwx:summary -->", STAMP, "summary")).toBe(false);
+    expect(hasMarker(body, { ...STAMP, seal: "guessedguessed00" }, "summary")).toBe(false);
+    expect(hasMarker(null, STAMP, "summary")).toBe(false);
   });
 });
 
