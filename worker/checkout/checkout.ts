@@ -9,6 +9,7 @@ import { observeCheckout, setRepoCacheBytes } from "../metrics.ts";
 import { boundCache, mirrorPath, useMirror } from "./cache.ts";
 import { CheckoutAuthError, checkoutAuth, type GitAuth } from "./credentials.ts";
 import { COMMIT_ID, GitError } from "./git.ts";
+import { type BaseInstructions, readBaseInstructions } from "./instructions.ts";
 import { Mirror, MissingCommitError, RefusedError, type Want } from "./mirror.ts";
 import { type Plan, planWorktree, writeWorktree } from "./worktree.ts";
 
@@ -31,6 +32,8 @@ export interface CheckoutResult {
   cold: boolean;
   /** the credential the fetch used: the run's redaction must know it */
   secret?: string;
+  /** an outsider's pull request: the instruction files the agent gets instead of the head's (instructions.ts) */
+  instructions?: BaseInstructions;
   seconds: number;
 }
 
@@ -184,8 +187,18 @@ async function fromMirror(
       throw error;
     }
   }
+  // an outsider's pull request: its head is theirs. Read here, where the mirror is held in use: the
+  // worktree's own objects are the run's to change
+  const instructions =
+    request.context.outsider && request.context.pull
+      ? {
+          ...(plan.base ? { base: plan.base } : {}),
+          files: plan.base ? await readBaseInstructions(mirror.path, plan.base.sha) : [],
+        }
+      : undefined;
   return {
     head,
+    ...(instructions ? { instructions } : {}),
     ...(plan.base ? { base: plan.base } : {}),
     ...(plan.mergeBase ? { mergeBase: plan.mergeBase } : {}),
     ...(plan.previous ? { previous: plan.previous } : {}),

@@ -1,6 +1,7 @@
-import { chmod, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { chmod, mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Queryable } from "../../db/queryable.ts";
@@ -64,10 +65,13 @@ export class ModelGateway implements LeaseRegistry {
     });
     const address = server.address() as AddressInfo;
     this.#url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+    const prefix = socketDirPrefix();
     const parent =
-      join(socketParent, ".gateway-XXXXXX", "gateway.sock").length <= 107 ? socketParent : tmpdir();
+      join(socketParent, `${prefix}XXXXXX`, "gateway.sock").length <= 107 ? socketParent : tmpdir();
     await mkdir(parent, { recursive: true });
-    this.#socketDir = await mkdtemp(join(parent, ".gateway-"));
+    // what a worker killed outright (SIGKILL, the OOM killer) left behind: nobody else removes it
+    await sweepStaleSocketDirs(parent);
+    this.#socketDir = await mkdtemp(join(parent, prefix));
     const socket = this.socketPath as string;
     const socketServer = this.#serve(true);
     this.#socketServer = socketServer;
@@ -250,5 +254,82 @@ export class ModelGateway implements LeaseRegistry {
       credentials: this.#deps.credentials,
       logger: this.#deps.logger,
     });
+  }
+}
+
+/**
+ * A gateway's socket folder is `.gateway-<pid>-<start>-XXXXXX`: the process that made it, named
+ * by its pid and its start time (/proc/<pid>/stat, in clock ticks since boot), so a pid used again
+ * by another process, as a restarted container's worker gets the same pid, is not taken for it.
+ */
+const SOCKET_DIR = ".gateway-";
+
+function socketDirPrefix(): string {
+  return `${SOCKET_DIR}${process.pid}-${startTime(process.pid) ?? "0"}-`;
+}
+
+/** When `pid` started, as /proc says; undefined when no such process (or no /proc). */
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // the command name (field 2) may hold spaces and parentheses: field 22 is counted after its end
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined; // the process is gone, or this system has no /proc
+  }
+}
+
+/**
+ * Removes the socket folders under `parent` that no live gateway uses: the folders of workers
+ * killed before their close() ran. The workspaces folder may be shared by several workers of the
+ * host, so a folder stays while anything listens on its socket, and while the process that made it
+ * lives (a worker between making its folder and listening). Pid reuse only keeps a stale folder
+ * longer, never removes a live one; a folder of an older release (no pid in its name) goes once
+ * nothing listens on it. Folders are judged by their own entry: a link is never followed.
+ */
+export async function sweepStaleSocketDirs(parent: string): Promise<string[]> {
+  const removed: string[] = [];
+  const entries = await readdir(parent, { withFileTypes: true }).catch(() => []);
+  for (const entry of entries) {
+    if (!entry.isDirectory() || !entry.name.startsWith(SOCKET_DIR)) continue;
+    const dir = join(parent, entry.name);
+    if ((await listening(join(dir, "gateway.sock"))) || creatorAlive(entry.name)) continue;
+    try {
+      await rm(dir, { recursive: true, force: true });
+      removed.push(dir);
+    } catch {
+      // another user's folder, or removed by another worker meanwhile: not this start's to fail on
+    }
+  }
+  return removed;
+}
+
+/** Whether something accepts connections on `socket`: a unix socket answers at once, or refuses. */
+function listening(socket: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const connection = connect(socket);
+    connection.once("connect", () => {
+      connection.destroy();
+      resolve(true);
+    });
+    // refused (its process is gone) or absent: nothing listens; anything else (EACCES, EAGAIN of a
+    // full backlog) is a live socket or one that is not ours to judge
+    connection.once("error", (error: NodeJS.ErrnoException) =>
+      resolve(error.code !== "ECONNREFUSED" && error.code !== "ENOENT"),
+    );
+  });
+}
+
+/** Whether the process named in a socket folder's name still runs (the same process, by its start time). */
+function creatorAlive(name: string): boolean {
+  const match = /^\.gateway-(\d+)-(\d+)-/.exec(name);
+  if (!match) return false;
+  const pid = Number(match[1]);
+  if (match[2] !== "0") return startTime(pid) === match[2];
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM"; // alive, another user's
   }
 }

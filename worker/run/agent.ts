@@ -8,6 +8,7 @@ import type { Target } from "../../shared/config/types.ts";
 import type { Diagnostic } from "../../shared/diagnostics.ts";
 import { newId } from "../../shared/ids.ts";
 import { invocationTargets } from "../../shared/queues.ts";
+import type { BaseInstructions } from "../checkout/instructions.ts";
 import { runIdentity } from "../event/resolve.ts";
 import { artifactOf, transcriptArtifact } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
@@ -18,14 +19,18 @@ import { newAgentToken } from "./run-token.ts";
 import { type AgentContext, startRuntime, tokenRequest } from "./runtime.ts";
 import { stopped } from "./stopped.ts";
 import type { RunEnd, RunState } from "./types.ts";
+import { restoreBaseInstructions } from "./workspace.ts";
 
 /** How the agent ended: a result (with what its check found, null when it passed), or the run's end. */
 export type AgentEnd =
   | { kind: "result"; result: unknown; target: string; invalid: Diagnostic | null }
   | { kind: "ended"; end: RunEnd };
 
-/** The prompt the agent gets: pipeline, agent, skill, the event and the knowledge delivered into the run. */
-export function agentPrompt(run: RunState): Prompt {
+/**
+ * The prompt the agent gets: pipeline, agent, skill, the event and the knowledge delivered into the
+ * run, and, for an outsider's pull request, where its worktree's agent instructions come from.
+ */
+export function agentPrompt(run: RunState, instructions?: BaseInstructions): Prompt {
   const { pipeline } = run.input;
   const { agent, skill } = runIdentity(pipeline, run.event.context);
   const prompt = assemblePrompt({
@@ -41,6 +46,7 @@ export function agentPrompt(run: RunState): Prompt {
     },
     knowledge: run.knowledge,
     ...(pipeline.concurrency ? { previousSha: run.previousSha } : {}),
+    ...(instructions ? { baseInstructions: instructions } : {}),
   });
   // an orchestrator learns its guidance, its budgets and how to hand work to tasks
   if (pipeline.orchestrator)
@@ -55,7 +61,8 @@ export function agentPrompt(run: RunState): Prompt {
  */
 export async function runAgentOnTargets(run: RunState): Promise<AgentEnd> {
   const { input } = run;
-  const prompt = agentPrompt(run);
+  // the setup steps have ended and the agent has not started: nothing of the run writes meanwhile
+  const prompt = agentPrompt(run, restoreBaseInstructions(input.paths));
   const transcript = join(input.paths.logsDir, "transcript.log");
   // synchronously, as every small file of a run: one system call here, where the thread pool
   // costs a thread's wake-up and the event loop's

@@ -6,6 +6,7 @@ import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
 import type { Workspace } from "../../shared/workspace-layout.ts";
 import { CheckoutError, type CheckoutResult, checkOutRepository } from "../checkout/checkout.ts";
+import { type BaseInstructions, placeInstructions } from "../checkout/instructions.ts";
 import type { EventContext } from "../event/context.ts";
 
 /**
@@ -46,6 +47,20 @@ export async function emptyAgentDir(paths: Workspace): Promise<void> {
   for (const name of names) await rm(join(paths.agentDir, name), { recursive: true, force: true });
 }
 
+/** An outsider's run's base instructions, by its folders: placed again once its setup steps ended. */
+const baseInstructions = new WeakMap<Workspace, BaseInstructions>();
+
+/**
+ * For an outsider's pull request (worker/checkout/instructions.ts), makes the worktree's agent
+ * instruction files the base commit's again, as the checkout left them: a setup step may have run
+ * the pull request's code, which may have written its own. Undefined for any other run.
+ */
+export function restoreBaseInstructions(paths: Workspace): BaseInstructions | undefined {
+  const instructions = baseInstructions.get(paths);
+  if (instructions) placeInstructions(paths.checkout, instructions.files);
+  return instructions;
+}
+
 export interface EventCheckout {
   /** the diagnostic that ends the run (or task) when the checkout could not be made */
   failure?: Diagnostic;
@@ -75,6 +90,10 @@ export async function checkOutEvent(
       ...{ repo, cloneUrl, context, pipeline, dest: paths.checkout },
       ...(options.previous ? { previous: options.previous } : {}),
     });
+    if (result.instructions) {
+      placeInstructions(paths.checkout, result.instructions.files);
+      baseInstructions.set(paths, result.instructions);
+    }
     return { result };
   } catch (error) {
     if (!(error instanceof CheckoutError)) throw error;

@@ -6,6 +6,7 @@ import { codehostPrincipalId } from "../../shared/config/outputs.ts";
 import type { Pipeline, Target } from "../../shared/config/types.ts";
 import type { Diagnostic } from "../../shared/diagnostics.ts";
 import type { Workspace } from "../../shared/workspace-layout.ts";
+import type { BaseInstructions } from "../checkout/instructions.ts";
 import { withCommand } from "../event/command.ts";
 import { eventOfRun, type ResolvedEvent } from "../event/resolve.ts";
 import type { RunEngines } from "../exec/engine.ts";
@@ -72,7 +73,8 @@ export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd
     signal: run.signal,
   };
   try {
-    const end = await onAgentTargets(agent, run);
+    const prompt = taskPrompt(deps, pipeline, task, event, checkout.result?.instructions);
+    const end = await onAgentTargets(agent, run, prompt);
     // a container that never started ends the task with its own diagnostic, whatever the runtime made of it
     const failure = engines.agent.failure();
     return failure && end.kind === "failed" ? { ...end, diagnostic: failure } : end;
@@ -81,9 +83,8 @@ export async function runTaskAgent(deps: RunDeps, run: TaskRun): Promise<TaskEnd
   }
 }
 
-async function onAgentTargets(agent: AgentContext, run: TaskRun): Promise<TaskEnd> {
-  const { deps, pipeline, event } = agent;
-  const prompt = taskPrompt(deps, pipeline, run.task, event);
+async function onAgentTargets(agent: AgentContext, run: TaskRun, prompt: Prompt): Promise<TaskEnd> {
+  const { deps, pipeline } = agent;
   await writeFile(run.transcript, "");
   // an orchestrator may run on targets of its own; its tasks run on the pipeline's
   const used: UsageSum = {};
@@ -159,7 +160,14 @@ async function attempt(
 }
 
 /** The pipeline's agent, the task's skill, the task's instructions and inputs, and the event. */
-function taskPrompt(deps: RunDeps, pipeline: Pipeline, task: OrchestratedTask, event: ResolvedEvent): Prompt {
+function taskPrompt(
+  deps: RunDeps,
+  pipeline: Pipeline,
+  task: OrchestratedTask,
+  event: ResolvedEvent,
+  /** an outsider's pull request: its checkout holds the base's agent instructions, and the prompt says so */
+  baseInstructions: BaseInstructions | undefined,
+): Prompt {
   const { spec } = task;
   const inputs =
     spec.inputs === undefined
@@ -182,6 +190,7 @@ function taskPrompt(deps: RunDeps, pipeline: Pipeline, task: OrchestratedTask, e
       payload: event.payload,
       ...(event.command ? { command: event.command } : {}),
     },
+    ...(baseInstructions ? { baseInstructions } : {}),
   });
   const ending =
     "# Result\n\nYou are one task of an orchestrated run. End with one JSON object holding your findings: it goes back to the orchestrator, which combines the tasks' results.";

@@ -23,7 +23,8 @@ const toml = (value: string) => JSON.stringify(value);
  * Codex as the provider's `env_key` and the run token as the MCP server's
  * `bearer_token_env_var` (SVC_MCP_TOKEN): neither is on the command line. svc's server, and only
  * it, is pre-approved (`default_tools_approval_mode = "approve"`), because `exec` refuses any
- * call that needs approval. The result comes from `--output-schema` / `--output-last-message`.
+ * call that needs approval. The commands Codex runs inherit neither token (shellEnvironment). The
+ * result comes from `--output-schema` / `--output-last-message`.
  * On the host its commands run under svc's permission profile (confinement.ts), which shows them
  * the worktree and the system's base files only; in svc's container, under `--sandbox`.
  */
@@ -54,6 +55,7 @@ export const codex: AgentCli = {
       "analytics.enabled=false",
       "feedback.enabled=false",
       "check_for_update_on_startup=false",
+      ...shellEnvironment(),
     ];
     if (access.mcpUrl) {
       overrides.push(
@@ -148,6 +150,23 @@ export const codex: AgentCli = {
     };
   },
 };
+
+/**
+ * What the commands Codex runs (its shell tool, and the repository's scripts and Makefiles it
+ * starts) inherit: Codex's own environment (the run's variables, PATH, the private HOME) without
+ * the variables it needs for itself alone, the gateway token (`env_key`) and svc's run token and
+ * MCP settings (`SVC_*`): what a command prints goes back to the model, which a prompt injection
+ * steers. Codex's default excludes (`*KEY*`, `*SECRET*`, `*TOKEN*`) are off by default, and turning
+ * them on would also take the pipeline's own `env` values of those names from its commands, so the
+ * names are listed instead (glob patterns).
+ */
+function shellEnvironment(): string[] {
+  return [
+    `shell_environment_policy.inherit="all"`,
+    "shell_environment_policy.ignore_default_excludes=true",
+    `shell_environment_policy.exclude=["${KEY_VARIABLE}","SVC_*"]`,
+  ];
+}
 
 /** In the agent's folder, made empty after the setup steps: no step could have written it first. */
 function lastMessageFile(agentDir: string): string {
