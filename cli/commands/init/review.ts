@@ -214,17 +214,23 @@ function nextSteps({ variables, daemonWritten, repos, dirFlag, storedKey }: Step
       "Get the sandbox image agent:default on each worker host: set sandboxes.registry in daemon.yaml, then",
       `     svc image pull${dirArg} (or build it: docs/operations.md, "Images").`,
     ]);
-    steps.push([
-      "On GitHub, add a webhook (the repository's or organisation's Settings → Webhooks): payload URL",
-      "     <your svc address>/webhooks/github, content type application/json, the secret of GITHUB_WEBHOOK_SECRET,",
-      "     events Pull requests and Issue comments. svc listens on 127.0.0.1:7420: put a reverse proxy before it.",
-    ]);
   }
   steps.push([`Check it all: svc config validate${dirArg} && svc doctor${dirArg}`]);
   steps.push([
     daemonWritten
       ? `Start the daemon: svc daemon start${dirArg} (or svc dev${dirArg} in the foreground)`
       : `Restart the daemon, which reads its configuration only at start: svc daemon restart${dirArg}`,
+  ]);
+  if (daemonWritten)
+    steps.push([
+      "Make svc's GitHub App with one button: set server.public_url in daemon.yaml to the address GitHub",
+      `     reaches (a reverse proxy before 127.0.0.1:7420), then svc setup github --force${dirArg}, install the App`,
+      `     on the repository, and svc daemon restart${dirArg}. Without an App: svc setup webhook github --secret-env`,
+      "     GITHUB_WEBHOOK_SECRET prints the webhook to add by hand (events Pull requests and Issue comments).",
+    ]);
+  steps.push([
+    `Prove the path: svc doctor --deep${dirArg}, then, on an open pull request, svc doctor --deep --fire`,
+    `     ${repos[0] ?? "<owner>/<repo>"}#<number>${dirArg} shows the review svc would post, posting nothing.`,
   ]);
   return steps.flatMap(([first, ...rest], index) => [`  ${index + 1}. ${first}`, ...rest]);
 }

@@ -77,6 +77,14 @@ describe.each(AGENTS)("svc init review --agent $agent", ({ agent, target, runtim
     expect(namedVariables(first.stdout)).toEqual(["GITHUB_WEBHOOK_SECRET", "GITHUB_TOKEN", key]);
     expect(first.stdout).toContain(`svc config validate --dir ${dir} && svc doctor --dir ${dir}`);
     expect(first.stdout).toContain("Name the repositories to review under repos: in daemon.yaml");
+    // the path on: the App made with one button, then the doctor's proof on a real pull request
+    const steps = first.stdout.slice(next);
+    expect(steps.indexOf(`svc setup github --force --dir ${dir}`)).toBeGreaterThan(
+      steps.indexOf(`Start the daemon: svc daemon start --dir ${dir}`),
+    );
+    expect(steps).toContain(
+      `svc doctor --deep --dir ${dir}, then, on an open pull request, svc doctor --deep --fire`,
+    );
   });
 
   it("the pipeline is the review the issue asks for: sandboxed, sticky progress, cancelled when superseded, incremental, gated", async () => {
