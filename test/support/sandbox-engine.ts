@@ -378,3 +378,42 @@ export async function pullTagged(engine: TestEngine, registry: string, name: str
   const colon = name.lastIndexOf(":");
   await engine.docker.getImage(reference).tag({ repo: name.slice(0, colon), tag: name.slice(colon + 1) });
 }
+
+/**
+ * An image without node or anything of svc's: Debian's static busybox (a shell, wget, coreutils)
+ * alone on an empty root, tagged `tag`. The binary comes from this machine's apt sources
+ * (`apt-get download busybox-static`) and is cached beside the other images; the build needs no
+ * network and no base image.
+ */
+export async function buildBusyboxImage(docker: Docker, tag: string): Promise<void> {
+  const binary = join(imageCacheDir(), "busybox-static");
+  if (!(await exists(binary))) {
+    await mkdir(imageCacheDir(), { recursive: true });
+    const work = await mkdtemp(join(imageCacheDir(), "busybox-"));
+    try {
+      const download = () => run("apt-get", ["download", "busybox-static"], { cwd: work, timeout: 300_000 });
+      // stale package lists name versions the mirror no longer has: refreshed once, then retried
+      await download().catch(async () => {
+        await run("apt-get", ["update"], { timeout: 600_000, maxBuffer: 64 * 1024 * 1024 });
+        await download();
+      });
+      const deb = (await readdir(work)).find((name) => name.endsWith(".deb"));
+      if (!deb) throw new Error("apt-get download busybox-static left no .deb");
+      await run("dpkg-deb", ["-x", join(work, deb), join(work, "root")]);
+      await rename(join(work, "root", "bin", "busybox"), binary);
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+  const context = await mkdtemp("/tmp/svc-busybox-");
+  try {
+    await run("cp", [binary, join(context, "busybox")]);
+    await writeFile(
+      join(context, "Dockerfile"),
+      'FROM scratch\nCOPY busybox /bin/busybox\nRUN ["/bin/busybox", "--install", "-s", "/bin"]\nUSER 1000:1000\n',
+    );
+    await buildImage(docker, context, tag, () => {}, { networkmode: "none" });
+  } finally {
+    await rm(context, { recursive: true, force: true });
+  }
+}

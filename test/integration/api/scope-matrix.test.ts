@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { issueSandboxToken } from "../../../db/api_tokens.ts";
+import { issueRunToken } from "../../../db/api_tokens.ts";
 import { API_ROUTES } from "../../../ingress/api/routes.ts";
 import type { RouteSpec } from "../../../ingress/api/types.ts";
 import { SCOPES } from "../../../shared/scopes.ts";
@@ -145,7 +145,16 @@ beforeAll(async () => {
   for (const scope of SINGLE_SCOPES) tokens[tokenName(scope)] = [scope];
   api = await startApi(db.url, apiConfig({ tokens: tokensBlock(tokens) }));
   ids = await seedLineage(api.pool, { owner: "token:star" });
-  sandboxToken = (await issueSandboxToken(api.pool, { invocationId: ids.invocation, scopes: ["*"] })).token;
+  // a team's sandboxed run (an outsider's is refused team knowledge whatever its scopes: issue 55)
+  sandboxToken = (
+    await issueRunToken(api.pool, {
+      invocationId: ids.invocation,
+      scopes: ["*"],
+      sandboxed: true,
+      expiresAt: new Date(Date.now() + 3_600_000),
+      run: { outsider: false },
+    })
+  ).token;
 });
 
 afterAll(async () => {

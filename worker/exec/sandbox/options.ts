@@ -2,7 +2,6 @@ import type Docker from "dockerode";
 import type { PipelineSandbox, SandboxSettings } from "../../../shared/config/sandbox-types.ts";
 import type { Logger } from "../../../shared/logger.ts";
 import type { Workspace } from "../../../shared/workspace-layout.ts";
-import { CONTAINER_GATEWAY_SOCKET } from "./forwarder.ts";
 import { CONTAINER_HOME, CONTAINER_PATHS } from "./paths.ts";
 
 /** What a run's sandbox is made from. */
@@ -40,7 +39,8 @@ export function networkOf(request: Pick<SandboxRequest, "sandbox" | "settings">)
 
 /**
  * Whether the agent's container reaches the gateway (and svc) through the forwarder on its own
- * loopback (forwarder.ts): every network but the host's, on which the worker's loopback is its own.
+ * loopback (forwarder.ts: a container beside it, which alone mounts the gateway's socket): every
+ * network but the host's, on which the worker's loopback is its own.
  */
 export function throughForwarder(request: SandboxRequest): boolean {
   return request.gatewaySocket !== undefined && networkOf(request) !== "host";
@@ -66,10 +66,6 @@ export function createOptions(
     `${paths.runDir}:${CONTAINER_PATHS.runDir}:rw`,
     `${paths.surfaceDir}:${CONTAINER_PATHS.surfaceDir}:rw`,
     ...(role === "agent" ? [`${paths.agentDir}:${CONTAINER_PATHS.agentDir}:rw`] : []),
-    // the agent's one way out on a network that is not the host's: the gateway, nothing else
-    ...(role === "agent" && throughForwarder(request)
-      ? [`${request.gatewaySocket}:${CONTAINER_GATEWAY_SOCKET}:ro`]
-      : []),
     ...sandbox.mounts.map((mount) => `${mount.host}:${mount.container}:${mount.readOnly ? "ro" : "rw"}`),
   ];
   const { memoryBytes, cpus, pids, tmpfsBytes } = settings.limits;

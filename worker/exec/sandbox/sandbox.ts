@@ -9,7 +9,7 @@ import {
 } from "../../../shared/sandbox/engine.ts";
 import { ensureVariant, variantOf } from "../../../shared/sandbox/images.ts";
 import { type ContainerSource, SandboxEngine, type SandboxLog } from "./container.ts";
-import { CONTAINER_GATEWAY_URL, startForwarder } from "./forwarder.ts";
+import { CONTAINER_GATEWAY_URL, ForwarderImageMissing, startForwarder } from "./forwarder.ts";
 import { handOver } from "./handover.ts";
 import { createOptions, type SandboxRequest, type SandboxRole, throughForwarder } from "./options.ts";
 import { containerUser, type NumericUser } from "./user.ts";
@@ -37,6 +37,8 @@ export class RunSandbox implements ContainerSource {
   readonly #created = new Map<SandboxRole, Docker.Container>();
   readonly #removals = new Map<SandboxRole, Promise<void>>();
   readonly #stops = new Map<SandboxRole, Promise<void>>();
+  /** the agent's forwarder to the gateway (forwarder.ts), removed with the agent's container */
+  #forwarder: Docker.Container | undefined;
   /** why a container could not be made or started: the run's diagnostic */
   #failure: Diagnostic | undefined;
 
@@ -94,6 +96,8 @@ export class RunSandbox implements ContainerSource {
           "sandbox_engine_unreachable",
           engineUnreachableMessage(settings.engine, error),
         );
+      } else if (error instanceof ForwarderImageMissing) {
+        this.#failure = diagnostic("sandbox_image_missing", error.message);
       } else {
         const message = `starting the sandbox container from ${sandbox.image} failed: ${(error as Error).message}`;
         this.#failure = diagnostic("sandbox_start_failed", message);
@@ -156,8 +160,12 @@ export class RunSandbox implements ContainerSource {
     if (role === "agent") handOver(paths.agentDir, this.#owner);
     if (this.removed(role)) return undefined;
     await container.start();
-    // before the agent's first process: its model and svc are behind the forwarder
-    if (role === "agent" && throughForwarder(this.#request)) await startForwarder(container);
+    // before the agent's first process: its model and svc are behind the forwarder, a container
+    // of svc's own beside it, so the run's image needs nothing of svc's
+    if (role === "agent" && throughForwarder(this.#request))
+      await startForwarder(this.#request, container, this.#owner, (forwarder) => {
+        this.#forwarder = forwarder;
+      });
     return container;
   }
 
@@ -213,10 +221,21 @@ export class RunSandbox implements ContainerSource {
   }
 
   /**
-   * Removes one container (force: every process in it is killed first); never rejects. A removal
-   * the engine refuses is logged and left to the sweeper, which finds the container by its labels.
+   * Removes one container (force: every process in it is killed first), and the agent's with its
+   * forwarder; never rejects. A removal the engine refuses is logged and left to the sweeper, which
+   * finds the container by its labels.
    */
-  #discard(role: SandboxRole, container: Docker.Container): Promise<void> {
+  async #discard(role: SandboxRole, container: Docker.Container): Promise<void> {
+    const forwarder = role === "agent" ? this.#forwarder : undefined;
+    // the forwarder dies with the agent's PID namespace anyway; removed here too, so the run's end
+    // means both containers are gone
+    await Promise.all([
+      this.#removeContainer(role, container),
+      forwarder && this.#removeContainer("forwarder", forwarder),
+    ]);
+  }
+
+  #removeContainer(role: SandboxRole | "forwarder", container: Docker.Container): Promise<void> {
     return container.remove({ force: true, v: true }).catch(async (error) => {
       if (engineStatus(error) === 404) return; // already gone
       // the engine runs one removal of a container at a time and refuses the next: this one is

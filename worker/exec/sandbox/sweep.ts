@@ -1,3 +1,4 @@
+import type Docker from "dockerode";
 import type pg from "pg";
 import { runningInvocationWorkers } from "../../../db/invocations.ts";
 import { runningTaskWorkers } from "../../../db/orchestrated-tasks.ts";
@@ -6,6 +7,7 @@ import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import { engineStatus } from "../../../shared/sandbox/engine.ts";
 import { sandboxSettings } from "../../../shared/sandbox/settings.ts";
 import { dockerFor } from "./engine.ts";
+import { FORWARDER_LABEL } from "./forwarder.ts";
 import { LABELS } from "./options.ts";
 
 /**
@@ -14,7 +16,8 @@ import { LABELS } from "./options.ts";
  * container (the reaper handed it over after that worker died). An orchestrated task's container
  * (`svc.task`) is judged by its task instead: a task may run on another worker than its
  * invocation's orchestrator. Any worker may sweep; a container of a live run or task always has
- * its invocation or task `running` under its own worker. Returns how many it removed.
+ * its invocation or task `running` under its own worker. Then the forwarders (forwarder.ts) whose
+ * agent container is not running any more. Returns how many it removed.
  */
 export async function sweepSandboxContainers(
   pool: pg.Pool,
@@ -22,19 +25,33 @@ export async function sweepSandboxContainers(
 ): Promise<number> {
   const docker = dockerFor(sandboxSettings(config));
   const containers = await docker.listContainers({ all: true, filters: { label: [LABELS.invocation] } });
-  if (containers.length === 0) return 0;
-  const stale = await unowned(pool, containers);
+  const stale = containers.length > 0 ? await unowned(pool, containers) : [];
   let removed = 0;
-  for (const container of stale) {
+  const remove = async (id: string) => {
     try {
-      await docker.getContainer(container.Id).remove({ force: true, v: true });
+      await docker.getContainer(id).remove({ force: true, v: true });
       removed++;
     } catch (error) {
       // removed meanwhile by its own run's end, or already being removed: nothing left to do
       if (engineStatus(error) !== 404 && engineStatus(error) !== 409) throw error;
     }
-  }
+  };
+  for (const container of stale) await remove(container.Id);
+  // a forwarder dies with its agent's PID namespace and the engine removes it then; what is left
+  // is one created but never started (its worker died in between)
+  const forwarders = await docker.listContainers({ all: true, filters: { label: [FORWARDER_LABEL] } });
+  for (const forwarder of forwarders)
+    if (!(await running(docker, forwarder.Labels[FORWARDER_LABEL]!))) await remove(forwarder.Id);
   return removed;
+}
+
+async function running(docker: Docker, id: string): Promise<boolean> {
+  try {
+    return (await docker.getContainer(id).inspect()).State.Running;
+  } catch (error) {
+    if (engineStatus(error) === 404) return false;
+    throw error;
+  }
 }
 
 /** A labelled container as the engine lists it. */
