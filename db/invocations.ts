@@ -24,6 +24,8 @@ export interface InvocationRow {
   head_sha: string | null;
   /** what it would publish is recorded as its artifact instead (migration 100) */
   outputs_held: boolean;
+  /** it runs its pipeline's shadow candidate (migration 103), never the live version */
+  shadow: boolean;
 }
 
 export interface QueuedRun {
@@ -41,6 +43,8 @@ export interface QueuedRun {
   headSha?: string | null;
   /** its outputs are held back (db/migrations/100_held_outputs.sql) */
   outputsHeld?: boolean;
+  /** it runs the pipeline's shadow candidate (db/migrations/103_shadow_runs.sql) */
+  shadow?: boolean;
 }
 
 /** The queued runs of a whole dispatch batch: their workloads and invocations in one statement. */
@@ -53,10 +57,10 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
        SELECT id, trigger_id, pipeline, owner, 'open', workspace, pipeline_version
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $8::text[])
            AS r(id, trigger_id, pipeline, owner, workspace, pipeline_version))
-     INSERT INTO svc.invocations (id, workload_id, status, target, concurrency_group, head_sha, outputs_held)
-     SELECT id, workload_id, 'queued', target, concurrency_group, head_sha, coalesce(held, false)
-       FROM unnest($6::text[], $1::text[], $7::text[], $9::text[], $10::text[], $11::boolean[])
-         AS r(id, workload_id, target, concurrency_group, head_sha, held)`,
+     INSERT INTO svc.invocations (id, workload_id, status, target, concurrency_group, head_sha, outputs_held, shadow)
+     SELECT id, workload_id, 'queued', target, concurrency_group, head_sha, coalesce(held, false), coalesce(shadow, false)
+       FROM unnest($6::text[], $1::text[], $7::text[], $9::text[], $10::text[], $11::boolean[], $12::boolean[])
+         AS r(id, workload_id, target, concurrency_group, head_sha, held, shadow)`,
     [
       column("workloadId"),
       column("triggerId"),
@@ -69,6 +73,7 @@ export async function insertQueuedRuns(db: Queryable, runs: QueuedRun[]): Promis
       column("group"),
       column("headSha"),
       column("outputsHeld"),
+      column("shadow"),
     ],
   );
 }
@@ -94,8 +99,8 @@ export async function insertWorkloadWithClaimedInvocation(
        INSERT INTO svc.workloads (id, trigger_id, pipeline, owner, status, workspace, pipeline_version)
        VALUES ($1, $2, $3, $4, 'open', $5, $9) RETURNING id)
      INSERT INTO svc.invocations (id, workload_id, status, target, worker_id, heartbeat_at, attempts, started_at,
-                                  concurrency_group, head_sha, outputs_held)
-     SELECT $6, w.id, 'running', $7, $8, now(), 1, now(), $10, $11, $12 FROM w
+                                  concurrency_group, head_sha, outputs_held, shadow)
+     SELECT $6, w.id, 'running', $7, $8, now(), 1, now(), $10, $11, $12, $13 FROM w
      RETURNING *, (SELECT b.open_until FROM svc.circuit_breakers b WHERE b.pipeline = $3 AND b.open_until > now())
        AS breaker_open_until`,
     values: [
@@ -111,6 +116,7 @@ export async function insertWorkloadWithClaimedInvocation(
       row.group ?? null,
       row.headSha ?? null,
       row.outputsHeld ?? false,
+      row.shadow ?? false,
     ],
   });
   const { breaker_open_until: breakerOpenUntil, ...invocation } = rows[0]!;

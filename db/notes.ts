@@ -22,7 +22,14 @@ export interface NoteRow {
   trust_decided_by: string | null;
   trust_decided_at: Date | null;
   created_at: Date;
+  /** `note`, or `dismissal`: a finding a member dismissed, dropped from later reviews (worker/outputs/dismissals.ts) */
+  kind: NoteKind;
+  /** a dismissal's path and finding fingerprint; null for a note */
+  path: string | null;
+  fingerprint: string | null;
 }
+
+export type NoteKind = "note" | "dismissal";
 
 export interface NewNote {
   invocationId: string | null;
@@ -40,7 +47,7 @@ export interface NewNote {
 }
 
 const COLUMNS =
-  "id, invocation_id, pipeline, agent, repo, title, body, tags, trusted, trust_decided_by, trust_decided_at, created_at";
+  "id, invocation_id, pipeline, agent, repo, title, body, tags, trusted, trust_decided_by, trust_decided_at, created_at, kind, path, fingerprint";
 
 /** The new note, or undefined when `importDigest` was imported before. */
 export async function insertNote(
@@ -98,6 +105,7 @@ export interface NoteFilter {
   agent?: string;
   repo?: string;
   tag?: string;
+  kind?: NoteKind;
   /** words that must all appear in the title, body or tags (case-insensitive) */
   query?: string;
   limit?: number;
@@ -116,6 +124,7 @@ export async function listNotes(
   if (filter.agent) add((n) => `agent = ${n}`, filter.agent);
   if (filter.repo) add((n) => `repo = ${n}`, filter.repo);
   if (filter.tag) add((n) => `${n} = ANY (tags)`, filter.tag);
+  if (filter.kind) add((n) => `kind = ${n}`, filter.kind);
   for (const word of (filter.query ?? "").split(/\s+/).filter(Boolean)) {
     const pattern = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     add((n) => `(title ILIKE ${n} OR body ILIKE ${n} OR array_to_string(tags, ' ') ILIKE ${n})`, pattern);
@@ -153,4 +162,74 @@ export async function setNoteTrust(
     [id, trusted, by],
   );
   return rows[0];
+}
+
+/** Deletes a note (a dismissal's removal lifts its suppression); false when there is none. */
+export async function deleteNote(db: Queryable, id: string): Promise<boolean> {
+  const { rowCount } = await db.query("DELETE FROM svc.notes WHERE id = $1", [id]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** A dismissed finding: the repository and path it was on, its fingerprint and its rule (first line). */
+export interface Dismissal {
+  repo: string;
+  path: string;
+  fingerprint: string | null;
+  rule: string;
+  /** the review thread it was judged from: each thread is judged once, even after its note is deleted */
+  thread: string;
+  /** why: "resolved without a change by @x", "answered \"won't fix\" by @x" */
+  why: string;
+  pipeline: string | null;
+  invocationId: string | null;
+}
+
+/**
+ * Records a dismissal once per thread: the note, or undefined when the thread was judged before
+ * (also when that note was deleted since).
+ */
+export async function recordDismissal(db: Queryable, dismissal: Dismissal): Promise<NoteRow | undefined> {
+  const id = newId("note");
+  const { rows } = await db.query<NoteRow>(
+    `WITH judged AS (
+       INSERT INTO svc.dismissed_threads (thread_id, repo, note_id) VALUES ($1, $2, $3)
+       ON CONFLICT (thread_id) DO NOTHING RETURNING thread_id)
+     INSERT INTO svc.notes (id, invocation_id, pipeline, repo, title, body, tags, kind, path, fingerprint)
+     SELECT $3, $4, $5, $2, $6, $7, '{dismissal}', 'dismissal', $8, $9 FROM judged
+     RETURNING ${COLUMNS}`,
+    [
+      dismissal.thread,
+      dismissal.repo,
+      id,
+      dismissal.invocationId,
+      dismissal.pipeline,
+      dismissal.rule,
+      `Finding on ${dismissal.path} dismissed (${dismissal.why}): ${dismissal.rule}`,
+      dismissal.path,
+      dismissal.fingerprint,
+    ],
+  );
+  return rows[0];
+}
+
+/** The repository's dismissals: what later reviews of it drop. */
+export async function dismissalsOf(
+  db: Queryable,
+  repo: string,
+): Promise<{ path: string; fingerprint: string | null; rule: string }[]> {
+  const { rows } = await db.query<{ path: string; fingerprint: string | null; title: string }>(
+    "SELECT path, fingerprint, title FROM svc.notes WHERE kind = 'dismissal' AND repo = $1",
+    [repo],
+  );
+  return rows.map((row) => ({ path: row.path, fingerprint: row.fingerprint, rule: row.title }));
+}
+
+/** Which of these review threads were judged dismissals before (their note kept or deleted since). */
+export async function judgedThreads(db: Queryable, threadIds: string[]): Promise<Set<string>> {
+  if (threadIds.length === 0) return new Set();
+  const { rows } = await db.query<{ thread_id: string }>(
+    "SELECT thread_id FROM svc.dismissed_threads WHERE thread_id = ANY($1::text[])",
+    [threadIds],
+  );
+  return new Set(rows.map((row) => row.thread_id));
 }

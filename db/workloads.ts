@@ -23,12 +23,13 @@ export async function getWorkload(db: Queryable, id: string): Promise<WorkloadRo
 }
 
 /** The workload an invocation belongs to: an orchestrated task knows only its invocation. */
+/** An invocation's workload, and whether the invocation runs the pipeline's shadow candidate. */
 export async function workloadOfInvocation(
   db: Queryable,
   invocationId: string,
-): Promise<WorkloadRow | undefined> {
-  const { rows } = await db.query<WorkloadRow>(
-    "SELECT w.* FROM svc.workloads w JOIN svc.invocations i ON i.workload_id = w.id WHERE i.id = $1",
+): Promise<(WorkloadRow & { shadow: boolean }) | undefined> {
+  const { rows } = await db.query<WorkloadRow & { shadow: boolean }>(
+    "SELECT w.*, i.shadow FROM svc.workloads w JOIN svc.invocations i ON i.workload_id = w.id WHERE i.id = $1",
     [invocationId],
   );
   return rows[0];

@@ -1,5 +1,5 @@
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import type { Express } from "express";
 import type { Logger } from "../shared/logger.ts";
 
@@ -18,10 +18,19 @@ export class ListenError extends Error {}
 
 export async function listen(app: Express, host: string, port: number): Promise<ListeningServer> {
   let draining = false;
+  // connections that have not sent a request yet: Node's closeIdleConnections leaves them open, and
+  // a browser's preconnected socket would hold a drain for its whole grace period
+  const fresh = new Set<Socket>();
   const server = createServer((req, res) => {
+    fresh.delete(req.socket);
     // a keep-alive connection that sends another request while we drain gets it answered, then closed
     if (draining) res.setHeader("Connection", "close");
     app(req, res);
+  });
+  server.on("connection", (socket: Socket) => {
+    if (draining) return void socket.destroy();
+    fresh.add(socket);
+    socket.once("close", () => fresh.delete(socket));
   });
   // a caller that stalls mid-request must not hold a drain open forever
   server.requestTimeout = 60_000;
@@ -57,7 +66,13 @@ export async function listen(app: Express, host: string, port: number): Promise<
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // close() only closes the connections idle at that instant; connections whose request
       // finishes later become idle afterwards and are closed by this sweep
-      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      const sweepIdle = () => {
+        server.closeIdleConnections();
+        // only a socket that has sent nothing: one whose request is still arriving gets its answer
+        for (const socket of fresh) if (socket.bytesRead === 0) socket.destroy();
+      };
+      sweepIdle();
+      const sweep = setInterval(sweepIdle, 50);
       const cut = setTimeout(() => server.closeAllConnections(), graceMs);
       return closed.finally(() => {
         clearInterval(sweep);

@@ -14,6 +14,10 @@ export const DIAGNOSTIC_CODES = {
   paused: "the pull request is paused by a comment command: no automatic run (or the pause command itself)",
   resumed: "a resume comment command restarted the pull request's automatic runs",
   command_not_allowed: "a comment command by an author outside codehost.commands_from: no run",
+  budget_wait:
+    "a period budget (daemon.yaml budgets.org or budgets.repos) is spent: the run waits for the period's reset",
+  filtered:
+    "the pull request matched no trigger filter of the pipelines it fired (branches, paths, labels, drafts): no run",
   author_not_allowed:
     "the event's author may not start the pipelines it matched (authors, or an outsider's or fork's pull request and an unsandboxed pipeline)",
   setup_failed: "a setup step exited non-zero",

@@ -74,6 +74,31 @@ const repoCacheBytes = new Gauge({
   registers: [registry],
 });
 
+const gatewayCost = new Counter({
+  name: "svc_gateway_cost_total",
+  help: "USD the worker's model gateway charged runs at their targets' `price`, by pipeline and repository (a repository of daemon.yaml's `repos`, else empty)",
+  labelNames: ["pipeline", "repo"] as const,
+  registers: [registry],
+});
+
+/**
+ * The repositories a cost may be labelled with: daemon.yaml's `repos` when the metrics server
+ * started. Any other repository (a bearer webhook's `repo` is whatever its sender wrote) counts
+ * under `repo=""`, so the label's values stay as few as the configuration names.
+ */
+let costRepos: ReadonlySet<string> = new Set();
+
+export function setCostRepos(repos: Iterable<string>): void {
+  costRepos = new Set(repos);
+}
+
+/** The gateway charged `usd` for one answer of a run of `pipeline` on `repo`. */
+export function countGatewayCost(labels: { pipeline: string; repo: string | null }, usd: number): void {
+  if (!(usd > 0)) return;
+  const repo = labels.repo !== null && costRepos.has(labels.repo) ? labels.repo : "";
+  gatewayCost.inc({ pipeline: labels.pipeline, repo }, usd);
+}
+
 /** A run's checkout ended: its time, and the bytes its fetch brought (0 when the mirror held everything). */
 export function observeCheckout(kind: "cold" | "warm", seconds: number, bytes: number): void {
   checkoutSeconds.observe({ kind }, seconds);
@@ -202,6 +227,7 @@ export async function startWorkerMetricsServer(deps: {
     );
   }
   registerScrapeGauges(deps);
+  setCostRepos(Object.keys(config.repos));
   const expected = deps.token ? digest(deps.token) : undefined;
   const server = createServer((req, res) => {
     if (req.method !== "GET" || (req.url ?? "").split("?")[0] !== "/metrics") {

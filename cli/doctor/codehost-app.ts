@@ -1,4 +1,6 @@
-import { createPool } from "../../db/connect.ts";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { createPool, resolveDatabase } from "../../db/connect.ts";
 import { readSecrets } from "../../db/secrets.ts";
 import { AppAuthError, AppTokens } from "../../shared/codehost/app-tokens.ts";
 import { instanceKeyPath } from "../../shared/config/dir.ts";
@@ -56,7 +58,10 @@ export const codehostAppCheck: DoctorCheck = {
 /** A secret of daemon.yaml (an App's PEM key, a token): inline as configured, or the stored secret (the database and the instance key). */
 export async function keyOf(ctx: DoctorContext, source: SecretSource): Promise<string> {
   if (source.kind === "inline") return source.value;
-  const url = ctx.env.SVC_DATABASE_URL?.trim();
+  // unset: the daemon's embedded default, when it has one (never made here)
+  const embedded = existsSync(join(ctx.dir, "data", "postgres.json"));
+  const url =
+    ctx.env.SVC_DATABASE_URL?.trim() || (embedded ? (await resolveDatabase(ctx.dir, ctx.env)).url : "");
   if (!url)
     throw new AppAuthError(`the stored key ${source.name} cannot be read: SVC_DATABASE_URL is not set`);
   const pool = createPool(url, { max: 1, applicationName: "svc-doctor" });

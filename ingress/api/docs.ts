@@ -17,7 +17,7 @@ const GRANTS: Record<string, string> = {
   "workloads:write": "create and close workloads, submit and cancel invocations (own workloads only)",
   "workloads:admin":
     "cross-owner workload access, and trusting an outsider's note (never a run token); includes workloads:read and workloads:write",
-  "triggers:read": "list and inspect triggers, read `/trace` lineage",
+  "triggers:read": "list and inspect triggers, read `/trace` lineage and what runs cost (`/costs`)",
   "pipelines:invoke":
     "fire a pipeline, replay a trigger, dispatch a URL, run a schedule now, rehearse a pull request with outputs held back",
   "knowledge:read": "`POST /ask` and the knowledge listing",

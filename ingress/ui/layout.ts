@@ -15,6 +15,7 @@ export function page(title: string, body: SafeHtml, options: { signedIn?: boolea
 <span class="brand">svc</span>
 <a href="/ui/triggers">Triggers</a>
 <a href="/ui/evals">Evals</a>
+<a href="/ui/costs">Costs</a>
 ${
   options.signedIn
     ? html`<form method="post" action="/ui/logout"><button type="submit">Sign out</button></form>`

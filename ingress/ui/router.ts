@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response, Router } from "express";
 import helmet from "helmet";
 import type pg from "pg";
+import { costsBy, costsPerDay } from "../../db/costs.ts";
 import { listEvalCases } from "../../db/eval-cases.ts";
 import { dailyCompletedByVersion, readCohort, statsByVersionTarget } from "../../db/eval-stats.ts";
 import { findIdsByPrefix, readLineage } from "../../db/lineage.ts";
@@ -9,11 +10,13 @@ import type { SecretSource } from "../../shared/config/secret-source.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { ApiError } from "../api/errors.ts";
+import { costQuery, DEFAULT_COST_SINCE } from "../api/handlers/costs.ts";
 import { TRACE_ID } from "../api/handlers/trace.ts";
 import { createAccessControl } from "../auth/middleware.ts";
 import { allows } from "../auth/principal.ts";
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../errors.ts";
 import { compareCohorts, parseCohort } from "../evals/compare.ts";
+import { costsPage } from "./costs-page.ts";
 import { readDeliveries } from "./deliveries.ts";
 import { type EvalsView, evalsPage } from "./evals-page.ts";
 import { loginPage, messagePage } from "./layout.ts";
@@ -45,7 +48,7 @@ const CHART_DAYS = 30;
  * The browser pages under /ui: server-rendered, escaped by construction (html.ts), no script, a
  * CSP that allows only our own stylesheet. They read the same lineage and trigger list as
  * `GET /trace/:id` and `GET /triggers`, with the same scope; /ui/evals reads what
- * `GET /evals/compare` does, with `evals:write`. Signing in takes a token holding either scope.
+ * `GET /evals/compare` does, with `evals:write`; /ui/costs what `GET /costs` does. Signing in takes a token holding either scope.
  */
 export function createUiRouter(deps: UiDependencies): Router {
   const router = Router();
@@ -116,6 +119,10 @@ export function createUiRouter(deps: UiDependencies): Router {
   router.get(
     "/ui/triggers",
     guarded("/ui/triggers", (req) => renderTriggers(deps.pool, req)),
+  );
+  router.get(
+    "/ui/costs",
+    guarded("/ui/costs", (req) => renderCosts(deps.pool, req)),
   );
   router.get(
     "/ui/evals",
@@ -247,6 +254,28 @@ async function renderEvals(deps: UiDependencies, req: Request): Promise<{ status
     readCohort(deps.pool, pipeline, b),
   ]);
   return { html: evalsPage({ ...view, comparison: compareCohorts({ a: view.a, b: view.b }, runsA, runsB) }) };
+}
+
+/** What `GET /costs` answers, as a page; a refused `by` or `since` shows the default window with the reason. */
+async function renderCosts(pool: pg.Pool, req: Request): Promise<{ status?: number; html: string }> {
+  const text = (name: string) =>
+    typeof req.query[name] === "string" ? (req.query[name] as string).trim() : undefined;
+  const asked = { by: text("by") || undefined, since: text("since") || undefined };
+  let query: ReturnType<typeof costQuery>;
+  let error: string | undefined;
+  try {
+    query = costQuery(asked.by, asked.since);
+  } catch (refused) {
+    if (!(refused instanceof ApiError)) throw refused;
+    error = refused.message;
+    query = costQuery(undefined, undefined);
+  }
+  const [rows, days] = await Promise.all([
+    costsBy(pool, query.by, query.since),
+    costsPerDay(pool, query.since),
+  ]);
+  const view = { by: query.by, since: asked.since ?? DEFAULT_COST_SINCE, rows, days };
+  return error ? { status: 400, html: costsPage({ ...view, error }) } : { html: costsPage(view) };
 }
 
 /** Only our own pages are a place to return to after signing in (no open redirect). */

@@ -1,8 +1,9 @@
 import { Octokit } from "@octokit/core";
 
 /**
- * The two GitHub reads dispatch makes about an event its payload cannot settle: the repository
- * permission of the user who sent it, and the head of the pull request a comment is on. Asked while
+ * The GitHub reads dispatch makes about an event its payload cannot settle: the repository
+ * permission of the user who sent it, the head of the pull request a comment is on, and the files a
+ * pull request changes (for `paths` trigger filters). Asked while
  * the dispatch transaction holds its locks, so each is one short try (an unanswered one is judged
  * as a stranger's anyway, and other dispatches wait on it); the caller reports the failure.
  */
@@ -123,4 +124,41 @@ export async function pullRequestHead(client: GithubReader, repo: string, number
     repo: str(obj(head?.repo)?.full_name) ?? null,
     base: { sha: baseSha, ref: baseRef, repo: str(obj(base?.repo)?.full_name) ?? null },
   };
+}
+
+/** GitHub lists at most 3,000 files of a pull request, 100 a page. */
+const FILE_PAGES = 30;
+
+/**
+ * The paths a pull request changes (`GET /repos/{owner}/{repo}/pulls/{pull_number}/files`, paged),
+ * a renamed file's old path too, as GitHub Actions' `paths` judges a move out of a folder.
+ * `complete` is false when GitHub's 3,000-file list is full: more may have changed.
+ */
+export async function pullRequestFiles(
+  client: GithubReader,
+  repo: string,
+  number: number,
+): Promise<{ files: string[]; complete: boolean }> {
+  const files: string[] = [];
+  // one deadline for the whole list: dispatch holds its locks while it reads
+  const signal = AbortSignal.timeout(TIMEOUT_MS * 2);
+  for (let page = 1; page <= FILE_PAGES; page += 1) {
+    const data = await read(() =>
+      client.request("GET /repos/{owner}/{repo}/pulls/{pull_number}/files", {
+        ...split(repo),
+        pull_number: number,
+        per_page: 100,
+        page,
+        request: { signal },
+      }),
+    );
+    if (!Array.isArray(data))
+      throw new GithubReadError(200, `GitHub's answer for the files of ${repo}#${number} is not a list`);
+    for (const entry of data) {
+      const file = obj(entry);
+      for (const path of [str(file?.filename), str(file?.previous_filename)]) if (path) files.push(path);
+    }
+    if (data.length < 100) return { files, complete: true };
+  }
+  return { files, complete: false };
 }

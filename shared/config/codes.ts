@@ -51,6 +51,8 @@ export const CONFIG_CODES = {
   duplicate_name: "two entries share a name that must be unique",
   name_mismatch: "a frontmatter `name` differs from the file or directory name",
   value_clamped: "a value was raised to the minimum another setting requires",
+  trigger_filter_refused:
+    "a pull request filter (`branches`, `paths`, `labels`, `drafts` …) of `trigger.codehost` where it cannot apply: beside events other than pull_request's, or under `codehost.kind: gitlab`",
 } as const;
 
 export type ConfigCode = keyof typeof CONFIG_CODES;

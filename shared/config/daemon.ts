@@ -1,5 +1,6 @@
 import { readAsk } from "./daemon/ask.ts";
 import { readAuth } from "./daemon/auth.ts";
+import { checkBudgetPrices, readBudgets } from "./daemon/budgets.ts";
 import { readChannels } from "./daemon/channels.ts";
 import { declaredNames } from "./daemon/declared-names.ts";
 import { readHostTools } from "./daemon/host-tools.ts";
@@ -30,6 +31,7 @@ const TOP_LEVEL = [
   "codehost",
   "channels",
   "queue",
+  "budgets",
   "host_tools",
   "auth",
   "worker",
@@ -87,6 +89,8 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
   const codehost = readCodehost(f, root);
   const sandboxes = readSandboxes(f, root, env);
   checkHostNetwork(f, ["sandboxes", "network"], sandboxes.network, server.loopbackStar);
+  const budgets = readBudgets(f, root);
+  checkBudgetPrices(f, budgets, targets);
 
   return {
     server,
@@ -98,6 +102,7 @@ export function readDaemon(f: ConfigFile, data: unknown, env: NodeJS.ProcessEnv)
     ...withCodehost(codehost),
     channels: readChannels(f, root),
     queue: readQueue(f, root),
+    ...(budgets ? { budgets } : {}),
     hostTools: readHostTools(f, root),
     auth: readAuth(f, root),
     worker: readWorker(f, root),

@@ -163,12 +163,67 @@ async function readPipelines(
   reportDuplicateScheduleNames(
     drafts.map(({ f, draft }) => ({ f, schedules: draft.trigger?.schedule ?? [] })),
   );
+  // a file a pipeline names as its shadow's version_file is that candidate, not a pipeline of its own
+  const candidates = new Map<string, { f: ConfigFile; draft: PipelineDraft }>();
+  for (const entry of drafts) candidates.set(entry.f.file, entry);
+  const named = new Set(drafts.flatMap(({ draft }) => (draft.shadow ? [draft.shadow.versionFile] : [])));
   const pipelines: Record<string, Pipeline> = {};
   for (const { f, draft } of drafts) {
+    // one that names a shadow of its own stays a pipeline, and its pairing is refused below
+    if (named.has(f.file) && !draft.shadow) continue;
     const pipeline = resolvePipeline(f, draft, context);
-    if (pipeline) pipelines[pipeline.name] = pipeline;
+    if (!pipeline) continue;
+    pipelines[pipeline.name] = pipeline;
+    if (pipeline.shadow) pipeline.shadow = pairShadow(f, pipeline, candidates, context, texts);
   }
   return pipelines;
+}
+
+/**
+ * Resolves a pipeline's shadow candidate from its version_file: named like the live pipeline,
+ * with its own version (which must differ), and no shadow of its own. Its `trigger` is not read:
+ * it runs on the events the live pipeline fires.
+ */
+function pairShadow(
+  f: ConfigFile,
+  live: Pipeline,
+  candidates: Map<string, { f: ConfigFile; draft: PipelineDraft }>,
+  context: PipelineContext,
+  texts: { f: ConfigFile; text: string | undefined }[],
+): Pipeline["shadow"] {
+  const shadow = live.shadow!;
+  const found = candidates.get(shadow.versionFile);
+  if (!found) {
+    // a file that exists but did not parse has reported its own problems already
+    if (!texts.some((entry) => entry.f.file === shadow.versionFile))
+      f.report(
+        ["shadow", "version_file"],
+        "invalid_value",
+        `"shadow.version_file" names ${shadow.versionFile}, which does not exist - copy ${live.file} there and change it`,
+      );
+    return { versionFile: shadow.versionFile, share: shadow.share };
+  }
+  const { shadow: own, ...draft } = found.draft;
+  if (own)
+    found.f.report(
+      ["shadow"],
+      "invalid_value",
+      `is refused in a shadow candidate (${live.file} runs it) - delete it`,
+    );
+  const candidate = resolvePipeline(found.f, { ...draft, name: live.name }, context);
+  if (candidate && candidate.version === live.version) {
+    found.f.report(
+      ["version"],
+      "invalid_value",
+      `the shadow candidate of ${live.name} has the live version ${live.version} - give it its own (e.g. a pre-release such as ${live.version}-next.1), so its runs can be told apart`,
+    );
+    return { versionFile: shadow.versionFile, share: shadow.share };
+  }
+  return {
+    versionFile: shadow.versionFile,
+    share: shadow.share,
+    ...(candidate && !own ? { candidate } : {}),
+  };
 }
 
 function emptyDaemon(): DaemonSettings {

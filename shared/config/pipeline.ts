@@ -11,7 +11,9 @@ import { readKnowledge } from "./pipeline/knowledge.ts";
 import { readOrchestrator } from "./pipeline/orchestrator.ts";
 import { checkOutputsAgainstSchema, OUTPUT_HANDLERS, readOutputs, readResult } from "./pipeline/outputs.ts";
 import { checkSkillPrincipals, readPrincipals } from "./pipeline/principals.ts";
+import { readReview } from "./pipeline/review.ts";
 import { readEnv, readSetup } from "./pipeline/setup.ts";
+import { readShadow } from "./pipeline/shadow.ts";
 import { readTargets } from "./pipeline/targets.ts";
 import { checkTriggerSources, readTrigger } from "./pipeline/trigger.ts";
 import { inheritedVersion, readVersion } from "./pipeline/version.ts";
@@ -46,6 +48,8 @@ const PIPELINE_KEYS = [
   "concurrency",
   "budget",
   "authors",
+  "review",
+  "shadow",
 ];
 
 export function readPipeline(f: ConfigFile, name: string, data: unknown): PipelineDraft | undefined {
@@ -100,6 +104,8 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const concurrency = readConcurrency(f, root);
   const budget = readBudget(f, root);
   const authors = readAuthorList(f, root, "authors", []);
+  const review = readReview(f, root);
+  const shadow = readShadow(f, root, name);
   if (sandbox && tools.length > 0)
     f.report(
       ["tools"],
@@ -137,6 +143,8 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     ...(concurrency ? { concurrency } : {}),
     ...(budget ? { budget } : {}),
     ...(authors ? { authors } : {}),
+    ...(review ? { review } : {}),
+    ...(shadow ? { shadow } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { PathRule } from "../review/path-rules.ts";
 import type { HostTool } from "./host-tool-types.ts";
 import type { PipelineSandbox, SandboxSettings } from "./sandbox-types.ts";
 import type { SecretSource } from "./secret-source.ts";
@@ -63,6 +64,27 @@ export interface Budget {
   requests?: number;
 }
 
+/** A pipeline's `budget`, and what its runs do once a period budget of daemon.yaml's `budgets` is spent. */
+export interface PipelineBudget extends Budget {
+  /**
+   * `targets` entries `{ target, when: over_budget }`: what a run runs on, in order, instead of its
+   * targets while a period budget is spent (worker/run/budget-periods.ts); absent: the run waits
+   */
+  overBudget?: string[];
+}
+
+/** `budgets.org` / `budgets.repos` of daemon.yaml: at most `cost` USD per calendar day or month, in UTC. */
+export interface BudgetPeriod {
+  per: "day" | "month";
+  cost: number;
+}
+
+/** `budgets:` of daemon.yaml: the spend of every run together (`org`), and of each repository's (`repos`). */
+export interface BudgetPeriods {
+  org?: BudgetPeriod;
+  repos?: BudgetPeriod;
+}
+
 export interface OpenAiTarget {
   name: string;
   runtime: "openai";
@@ -106,6 +128,29 @@ export interface EventMatcher {
   repos: string[];
   /** `{ command: <word> }`: fires on a pull request comment `@<bot> <word> ...` (worker/event/command.ts) */
   command?: string;
+  /** `{ replies: true }`: fires on a reply in one of svc's own review threads (worker/event/reply.ts) */
+  replies?: true;
+  /** `branches`, `paths`, `labels`, `drafts` of a `{ events }` entry of pull request events (worker/event/filters.ts) */
+  filters?: PullRequestFilters;
+}
+
+/**
+ * The filters of a `trigger.codehost` entry, in GitHub Actions' shape: glob lists judged in order,
+ * the last pattern matching deciding (`!` excludes); absent keys filter nothing.
+ */
+export interface PullRequestFilters {
+  /** globs over the pull request's base branch: it fires only on a base one matches */
+  branches?: string[];
+  /** globs over the base branch: it does not fire on a base one matches */
+  branchesIgnore?: string[];
+  /** globs over the changed files (read from GitHub at dispatch): it fires when one file matches */
+  paths?: string[];
+  /** globs over the changed files: it does not fire when every file matches */
+  pathsIgnore?: string[];
+  /** it fires on `labeled` with one of them, and on other actions while the pull request carries one */
+  labels?: string[];
+  /** true: a draft's events fire it too; absent or false, a draft waits for `ready_for_review` */
+  drafts?: boolean;
 }
 
 /** GitHub's `author_association`, lower-cased; GitLab's access levels are mapped onto it. */
@@ -194,9 +239,31 @@ export interface Pipeline {
   /** `authors`: who may start it; absent: outsiders start it only when it is sandboxed (worker/event/gates.ts) */
   authors?: AuthorAssociation[];
   /** the most one invocation may spend on model calls, enforced by the worker's gateway */
-  budget?: Budget;
+  budget?: PipelineBudget;
   /** `concurrency:`: runs of one group never run at once (docs/worker.md, "Concurrency groups") */
   concurrency?: Concurrency;
+  /** `review:`: large pull requests and rules per path (docs/worker.md, "Large pull requests") */
+  review?: ReviewSettings;
+  /** `shadow:`: a candidate version run beside this one, its outputs held back (docs/evals.md, "Shadow versions") */
+  shadow?: ShadowVersion;
+}
+
+/** `shadow:` of a pipeline, with its candidate resolved from `version_file` (shared/config/load.ts). */
+export interface ShadowVersion {
+  /** `pipelines/<file>.yaml`: the candidate, not a pipeline of its own */
+  versionFile: string;
+  /** the share of the live pipeline's events the candidate also runs on, (0, 1] */
+  share: number;
+  /** the candidate, named like the live pipeline, with its own version; absent while the file is broken */
+  candidate?: Pipeline;
+}
+
+/** `review:` of a pipeline. */
+export interface ReviewSettings {
+  /** `max_changed_lines`: above it (additions + deletions) the agent is not started, unless asked with `--force` */
+  maxChangedLines?: number;
+  /** `paths`: instructions for, or findings dropped on, the paths a glob matches */
+  paths: PathRule[];
 }
 
 /** `checkout:` of a pipeline (docs/worker.md, "Checkouts"). */
@@ -377,6 +444,8 @@ export interface ConfigSnapshot {
   /** the code host outputs are posted to; absent when daemon.yaml has no `codehost` */
   codehost?: CodehostConfig;
   channels: { chat: { apiUrl?: string; bots: Record<string, { token: SecretSource }> } };
+  /** `budgets:` (shared/config/daemon/budgets.ts); absent: no period budget, runs never wait for one */
+  budgets?: BudgetPeriods;
   queue: {
     circuitBreaker?: {
       failures?: number;

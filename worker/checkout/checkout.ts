@@ -11,6 +11,7 @@ import { CheckoutAuthError, checkoutAuth, type GitAuth } from "./credentials.ts"
 import { COMMIT_ID, GitError } from "./git.ts";
 import { type BaseInstructions, readBaseInstructions } from "./instructions.ts";
 import { Mirror, MissingCommitError, RefusedError, type Want } from "./mirror.ts";
+import { type ReviewFacts, readReviewFacts, reviewsPulls } from "./review-rules.ts";
 import { type Plan, planWorktree, writeWorktree } from "./worktree.ts";
 
 /** A checkout that cannot be made: its message ends the run as `setup_failed`. */
@@ -34,6 +35,8 @@ export interface CheckoutResult {
   secret?: string;
   /** an outsider's pull request: the instruction files the agent gets instead of the head's (instructions.ts) */
   instructions?: BaseInstructions;
+  /** a review of a pull request: what it changes and the base commit's review rules (review-rules.ts) */
+  review?: ReviewFacts;
   seconds: number;
 }
 
@@ -196,9 +199,15 @@ async function fromMirror(
           files: plan.base ? await readBaseInstructions(mirror.path, plan.base.sha) : [],
         }
       : undefined;
+  // read while the mirror is held in use too, and from it alone: the head's rules are the author's
+  const review =
+    request.context.pull && reviewsPulls(request.pipeline)
+      ? await readReviewFacts(mirror.path, head, plan.base, plan.mergeBase)
+      : undefined;
   return {
     head,
     ...(instructions ? { instructions } : {}),
+    ...(review ? { review } : {}),
     ...(plan.base ? { base: plan.base } : {}),
     ...(plan.mergeBase ? { mergeBase: plan.mergeBase } : {}),
     ...(plan.previous ? { previous: plan.previous } : {}),

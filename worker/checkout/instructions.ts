@@ -82,7 +82,7 @@ export async function readBaseInstructions(mirror: string, sha: string): Promise
 }
 
 /** `git cat-file --batch --follow-symlinks` in the mirror: its whole answer, as bytes. */
-function catFile(mirror: string, input: string): Promise<Buffer> {
+export function catFile(mirror: string, input: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const args = ["--git-dir", mirror, "cat-file", "--batch", "--follow-symlinks"];
     const child = spawn("git", args, { env: gitEnv(), stdio: ["pipe", "pipe", "pipe"] });
@@ -99,7 +99,7 @@ function catFile(mirror: string, input: string): Promise<Buffer> {
 }
 
 /** Each answer of a batch: a blob's bytes, or undefined (missing, a tree, a link leading out of the commit). */
-function parseBatch(answer: Buffer): (Buffer | undefined)[] {
+export function parseBatch(answer: Buffer): (Buffer | undefined)[] {
   const blobs: (Buffer | undefined)[] = [];
   let at = 0;
   while (at < answer.length) {

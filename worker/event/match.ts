@@ -1,5 +1,6 @@
 import { findSchedule } from "../../shared/config/schedule.ts";
 import type { ConfigSnapshot, EventMatcher, Pipeline } from "../../shared/config/types.ts";
+import { namesEvent } from "./filters.ts";
 
 /** The trigger fields that decide which pipelines fire. */
 export interface TriggerIdentity {
@@ -13,6 +14,8 @@ export interface TriggerIdentity {
   command?: string;
   /** the event changed no code (see codeUnchanged): only a matcher naming its exact event fires */
   codeUnchanged?: boolean;
+  /** the event is a reply in a review thread, not svc's own (worker/event/reply.ts readReply) */
+  reply?: boolean;
 }
 
 /**
@@ -33,12 +36,16 @@ function matches(
   repo: string,
   command?: string,
   exact = false,
+  reply = false,
 ): boolean {
   return matchers.some(
     (matcher) =>
       // a command matcher answers its word only, never the comment event as such
       (matcher.command === undefined || matcher.command === command) &&
-      matcher.events.some((event) => event === eventName || (!exact && eventName.startsWith(`${event}.`))) &&
+      // a replies matcher answers replies only, never svc's own nor a thread's first comment
+      (!matcher.replies || reply) &&
+      // with the events its filters imply (ready_for_review, labeled); the filters are judged later
+      namesEvent(matcher, eventName, exact) &&
       (matcher.repos.length === 0 || matcher.repos.includes(repo)),
   );
 }
@@ -49,7 +56,10 @@ function matches(
  * - `codehost` / `tracker`: those whose matcher lists the event name (`pull_request.opened`) or its
  *   bare event (`pull_request` matches every action), narrowed to `repos` when a matcher names any;
  *   an event that changed no code (codeUnchanged) only by its exact name;
- *   a `{ command }` matcher only when the event is that comment command;
+ *   a `{ command }` matcher only when the event is that comment command; a `{ replies }` matcher
+ *   only when it is a reply in a review thread by anyone but svc (`reply`);
+ *   a filtered entry also answers the events its filters imply (worker/event/filters.ts), its
+ *   filters judged by admission, so what this returns is all a trigger could fire;
  * - `manual`: the pipeline named by `source`, triggered or not;
  * - `schedule`: the pipeline of the schedule named by `source` (`<pipeline>`, `<pipeline>-2` …);
  * - `replay` of an eval run: the pipeline named by `source`, whatever else the event would fire
@@ -73,6 +83,7 @@ export function matchPipelines(
             trigger.repo,
             trigger.command,
             trigger.codeUnchanged,
+            trigger.reply,
           ),
       );
     case "tracker":

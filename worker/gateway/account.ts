@@ -84,6 +84,7 @@ export class GatewayAccount {
   record(spend: Spend): void {
     addSpend(this.spend, spend);
     addSpend(this.ledger.task(this.taskId), spend);
+    this.ledger.countCost(spend.cost);
   }
 
   /** The spent budget, checked before a model request starts; it stops the attempt. */

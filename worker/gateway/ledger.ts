@@ -1,6 +1,8 @@
+import { costLabelsOf } from "../../db/costs.ts";
 import type { Queryable } from "../../db/queryable.ts";
 import { listTaskUsage, type TokenUsage } from "../../db/tasks.ts";
 import type { Budget } from "../../shared/config/types.ts";
+import { countGatewayCost } from "../metrics.ts";
 import { addSpend, NO_SPEND, type Spend, tokensOf } from "./usage.ts";
 
 /** The budget that is spent, and how much of it. */
@@ -26,6 +28,7 @@ export class Ledger {
   readonly #local = new Map<string, Spend>();
   #reading: Promise<void> | undefined;
   #again = false;
+  #labels: ReturnType<typeof costLabelsOf> | undefined;
   /** attempts holding this ledger; when none is left it is dropped after a while */
   holders = 0;
 
@@ -43,6 +46,23 @@ export class Ledger {
       this.#local.set(taskId, spend);
     }
     return spend;
+  }
+
+  /**
+   * Counts `usd` in `svc_gateway_cost_total` under the run's pipeline and repository, read once
+   * per ledger and only for a priced answer: runs on unpriced targets cost no statement. A failed
+   * read loses that answer's count (a metric never fails a run) and the next answer reads again.
+   */
+  countCost(usd: number): void {
+    if (!(usd > 0)) return;
+    this.#labels ??= costLabelsOf(this.#db, this.invocationId);
+    const labels = this.#labels;
+    labels.then(
+      (found) => countGatewayCost(found, usd),
+      () => {
+        if (this.#labels === labels) this.#labels = undefined;
+      },
+    );
   }
 
   spent(): Spend {

@@ -58,31 +58,68 @@ export function fingerprintsIn(body: string | null | undefined): string[] {
 export function standingFingerprints(
   comments: readonly ReviewComment[],
   ownReviews: ReadonlySet<string>,
+  resolved: ReadonlySet<string> = new Set(),
 ): Set<string> {
   const standing = new Set<string>();
   for (const comment of comments) {
     if (comment.in_reply_to_id || comment.line == null || comment.pull_request_review_id === null) continue;
     if (!ownReviews.has(String(comment.pull_request_review_id))) continue;
+    // a resolved thread is out of sight: its finding is raised again unless a dismissal drops it
+    if (resolved.has(String(comment.id))) continue;
     for (const found of fingerprintsIn(comment.body)) standing.add(found);
   }
   return standing;
 }
 
 /**
- * Marks each inline comment with its fingerprint and leaves out those already standing; the
- * count of those left out goes into the review body.
+ * A finding's rule: the first line of its body, normalised. A dismissal drops a later finding with
+ * the same rule on the same path even when its fingerprint moved (its lines or wording around them).
+ */
+export function ruleOf(body: string): string {
+  const first =
+    body
+      .replace(/<!-- svc:[^>]*-->/g, "")
+      .trim()
+      .split(/\r?\n/, 1)[0] ?? "";
+  return normalised(first).slice(0, 200);
+}
+
+/** What a review drops as dismissed before (dismissals.ts): fingerprints, and `path\0rule` pairs. */
+export interface Dismissed {
+  fingerprints: ReadonlySet<string>;
+  rules: ReadonlySet<string>;
+}
+
+export const NONE_DISMISSED: Dismissed = { fingerprints: new Set(), rules: new Set() };
+
+export function ruleKey(path: string, rule: string): string {
+  return `${path}\0${normalised(rule)}`;
+}
+
+/**
+ * Marks each inline comment with its fingerprint and leaves out those a member dismissed before
+ * and those already standing; the counts of those left out go into the review body.
  */
 export function dropRepeated(
   files: readonly { filename: string; patch?: string }[],
   inline: readonly InlineComment[],
   standing: ReadonlySet<string>,
-): { fresh: InlineComment[]; repeated: number } {
+  dismissed: Dismissed = NONE_DISMISSED,
+): { fresh: InlineComment[]; repeated: number; dismissed: number } {
   const patches = new Map(files.map((file) => [file.filename, file.patch]));
   const fresh: InlineComment[] = [];
   const seen = new Set<string>();
   let repeated = 0;
+  let dropped = 0;
   for (const comment of inline) {
     const print = fingerprint(comment, hunkContext(patches.get(comment.path), comment));
+    if (
+      dismissed.fingerprints.has(print) ||
+      dismissed.rules.has(ruleKey(comment.path, ruleOf(comment.body)))
+    ) {
+      dropped += 1;
+      continue;
+    }
     if (standing.has(print)) {
       repeated += 1;
       continue;
@@ -92,12 +129,19 @@ export function dropRepeated(
     seen.add(print);
     fresh.push({ ...comment, body: `${comment.body.trimEnd()}\n\n${findingMarker(print)}` });
   }
-  return { fresh, repeated };
+  return { fresh, repeated, dismissed: dropped };
 }
 
-export function bodyWithRepeated(body: string, repeated: number): string {
-  if (repeated === 0) return body;
-  const line = `${repeated} ${repeated === 1 ? "finding" : "findings"} already reported`;
+export function bodyWithRepeated(body: string, repeated: number, dismissed = 0): string {
+  const lines: string[] = [];
+  if (repeated > 0) lines.push(`${repeated} ${repeated === 1 ? "finding" : "findings"} already reported`);
+  if (dismissed > 0)
+    lines.push(
+      dismissed === 1
+        ? "1 finding dismissed before was not raised again"
+        : `${dismissed} findings dismissed before were not raised again`,
+    );
+  if (lines.length === 0) return body;
   const head = body.trimEnd();
-  return `${head}${head ? "\n\n" : ""}${line}`;
+  return `${head}${head ? "\n\n" : ""}${lines.join("\n")}`;
 }

@@ -1,12 +1,16 @@
 import { progressLeftBy } from "../../db/sticky-comments.ts";
+import { botName } from "../../shared/config/authors.ts";
 import type { Pipeline } from "../../shared/config/types.ts";
+import type { Diagnostic } from "../../shared/diagnostics.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import { PublishError } from "./attempt.ts";
 import { pullRefOf } from "./codehost.ts";
+import { deliver } from "./delivery.ts";
 import { codehostPublisher, pullRef } from "./publish.ts";
 import type { PublishDeps } from "./publish-deps.ts";
+import { stampBody } from "./render.ts";
 import { stampOf } from "./stamp.ts";
-import { endText, progressText, stickyBody, writeSticky } from "./sticky.ts";
+import { endText, inert, progressText, stickyBody, tooLargeText, writeSticky } from "./sticky.ts";
 
 /**
  * The sticky comments of bindings with `progress: true`: "in progress" when a run starts, one line
@@ -103,6 +107,91 @@ export async function noteRunEnd(
       await writeSticky(deps.pool, codehost, write, stickyBody(text, stamp, row.output_key), "ended");
     } catch (error) {
       noteFailed(deps, "end", invocationId, row.output_key, error);
+    }
+  }
+}
+
+/**
+ * A review not started because the pull request is too large (worker/run/review-rules.ts, tooLarge) says so:
+ * in each sticky comment of the pipeline, or, with none, in one comment on the pull request
+ * (published exactly once, as an output). Like the progress note, a failure is logged, never the run's.
+ */
+export async function noteTooLarge(
+  deps: PublishDeps,
+  run: { invocationId: string; triggerId: string | null; pipeline: Pipeline; event: ResolvedEvent },
+  large: { lines: number; max: number },
+): Promise<void> {
+  const { pipeline, event, invocationId } = run;
+  const stamp = await stampOf(deps.pool, {
+    pipeline,
+    origin: run.triggerId ?? invocationId,
+    invocation: invocationId,
+  });
+  const sha = event.context.sha || null;
+  const word = (pipeline.trigger?.codehost ?? []).find((matcher) => matcher.command)?.command;
+  const ask = word ? `@${botName(deps.config)} ${word} --force` : undefined;
+  const text = tooLargeText(pipeline.name, sha, invocationId, deps.config.server.publicUrl, {
+    ...large,
+    file: pipeline.file,
+    ...(ask ? { ask } : {}),
+  });
+  const sticky = Object.entries(pipeline.outputs)
+    .filter(([, binding]) => binding.sticky && binding.handler.startsWith("codehost."))
+    .map(([key]) => key);
+  const keys = sticky.length ? sticky : ["too_large"];
+  for (const key of keys) {
+    try {
+      const ref = pullRef(event);
+      const codehost = await codehostPublisher(deps, pipeline, `${ref.owner}/${ref.repo}`);
+      const write = { pipeline: pipeline.name, ref, key, invocation: invocationId, seal: stamp.seal, sha };
+      // "result": the run's end leaves this comment as it is (noteRunEnd edits "progress" ones only)
+      const post = sticky.length
+        ? () => writeSticky(deps.pool, codehost, write, stickyBody(text, stamp, key), "result")
+        : () => codehost.postComment(ref, stampBody(text, stamp, key));
+      const outcome = await deliver(deps.pool, deps.logger, {
+        invocationId,
+        key,
+        handler: "codehost.comment",
+        find: sticky.length ? async () => undefined : () => codehost.findComment(ref, stamp, key),
+        post,
+      });
+      if (outcome.status === "failed") throw new PublishError(outcome.failure);
+    } catch (error) {
+      noteFailed(deps, "too_large", invocationId, key, error);
+    }
+  }
+}
+
+/**
+ * A run held by a spent period budget (worker/run/output-gate.ts) says so in each sticky comment
+ * with `progress`, with the `budget_wait` diagnostic and when it resumes; its next attempt, once the
+ * period resets, writes "in progress" over it. A failure is logged, never the run's.
+ */
+export async function noteBudgetWait(
+  deps: PublishDeps,
+  run: { invocationId: string; triggerId: string | null; pipeline: Pipeline; event: ResolvedEvent },
+  wait: { until: Date; diagnostic: Diagnostic },
+): Promise<void> {
+  const keys = progressKeys(run.pipeline);
+  if (keys.length === 0) return;
+  const { pipeline, event, invocationId } = run;
+  const sha = event.context.sha || null;
+  const text =
+    `⏸ **${pipeline.name}** waits for the budget: it resumes after ${wait.until.toISOString()} ` +
+    `${inert(wait.diagnostic.code, 64)} ${inert(wait.diagnostic.message)}`;
+  for (const key of keys) {
+    try {
+      const stamp = await stampOf(deps.pool, {
+        pipeline,
+        origin: run.triggerId ?? invocationId,
+        invocation: invocationId,
+      });
+      const ref = pullRef(event);
+      const codehost = await codehostPublisher(deps, pipeline, `${ref.owner}/${ref.repo}`);
+      const write = { pipeline: pipeline.name, ref, key, invocation: invocationId, seal: stamp.seal, sha };
+      await writeSticky(deps.pool, codehost, write, stickyBody(text, stamp, key), "progress");
+    } catch (error) {
+      noteFailed(deps, "budget_wait", invocationId, key, error);
     }
   }
 }

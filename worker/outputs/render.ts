@@ -13,6 +13,12 @@ export interface Stamp {
   invocation: string;
   /** the invocation's seal (db/marker-key.ts): what makes a marker one only svc can write */
   seal: string;
+  /**
+   * What the run's model calls used by the time the body was rendered (its tasks' usage, from the
+   * gateway's ledger): a later attempt of the same invocation may add to it. `costUsd` is null
+   * when no target it ran on has a `price`.
+   */
+  usage?: { tokens: number; costUsd: number | null };
 }
 
 /** What identifies one output of one run on the target: its invocation and seal. */
@@ -22,8 +28,19 @@ export function marker(run: Sealed, key: string): string {
   return `<!-- svc:${run.invocation}:${key}:${run.seal} -->`;
 }
 
+/** `pr-review 2.0.0 · trg_… · 12,345 tokens · $0.04`: the spend only when the run used a model through the gateway. */
 export function footerLine(stamp: Stamp): string {
-  return `${stamp.pipeline} ${stamp.version} · ${stamp.origin}`;
+  const line = `${stamp.pipeline} ${stamp.version} · ${stamp.origin}`;
+  const usage = stamp.usage;
+  if (!usage || usage.tokens <= 0) return line;
+  const tokens = `${usage.tokens.toLocaleString("en-US")} token${usage.tokens === 1 ? "" : "s"}`;
+  return `${line} · ${tokens}${usage.costUsd ? ` · ${dollars(usage.costUsd)}` : ""}`;
+}
+
+/** Cents as people read a bill; a run cheaper than a cent still shows it cost something. */
+export function dollars(usd: number): string {
+  if (usd >= 0.01) return `$${usd.toFixed(2)}`;
+  return usd >= 0.0001 ? `$${usd.toFixed(4)}` : "<$0.0001";
 }
 
 /** A Markdown body for the code host: the text, a rule, the footer in small type, then the marker. */

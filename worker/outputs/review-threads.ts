@@ -11,13 +11,20 @@ export interface ReviewThread {
   isOutdated: boolean;
   /** the database id of the review whose comment opened the thread */
   reviewId: number | null;
+  /** the REST id of the comment that opened it: where its finding's fingerprint is */
+  commentId: number | null;
+  /** who resolved it, while it is resolved (a dismissal counts a member's only: dismissals.ts) */
+  resolvedBy: string | null;
 }
 
 const THREADS = `query($owner: String!, $repo: String!, $number: Int!, $after: String) {
   repository(owner: $owner, name: $repo) {
     pullRequest(number: $number) {
       reviewThreads(first: 100, after: $after) {
-        nodes { id isResolved isOutdated comments(first: 1) { nodes { pullRequestReview { databaseId } } } }
+        nodes {
+          id isResolved isOutdated resolvedBy { login }
+          comments(first: 1) { nodes { databaseId pullRequestReview { databaseId } } }
+        }
         pageInfo { hasNextPage endCursor }
       }
     }
@@ -38,7 +45,10 @@ interface ThreadsPage {
           id: string;
           isResolved: boolean;
           isOutdated: boolean;
-          comments: { nodes: { pullRequestReview: { databaseId: number } | null }[] };
+          resolvedBy: { login: string } | null;
+          comments: {
+            nodes: { databaseId: number | null; pullRequestReview: { databaseId: number } | null }[];
+          };
         }[];
         pageInfo: { hasNextPage: boolean; endCursor: string | null };
       };
@@ -80,6 +90,8 @@ export async function reviewThreads(codehost: CodehostPublisher, ref: PullRef): 
         isResolved: node.isResolved,
         isOutdated: node.isOutdated,
         reviewId: node.comments.nodes[0]?.pullRequestReview?.databaseId ?? null,
+        commentId: node.comments.nodes[0]?.databaseId ?? null,
+        resolvedBy: node.isResolved ? (node.resolvedBy?.login ?? null) : null,
       });
     if (!list.pageInfo.hasNextPage) break;
     after = list.pageInfo.endCursor;

@@ -146,3 +146,21 @@ export function endText(
     : "";
   return `${what}${why}${traceLink(publicUrl, invocation)}`;
 }
+
+/**
+ * The line a review that was not started leaves: the pull request changes more lines than
+ * `review.max_changed_lines`, and how to ask anyway (`ask`: the comment that does, when the
+ * pipeline takes a comment command; else where the limit is set).
+ */
+export function tooLargeText(
+  pipeline: string,
+  sha: string | null,
+  invocation: string,
+  publicUrl: string | undefined,
+  large: { lines: number; max: number; ask?: string; file: string },
+): string {
+  const how = large.ask
+    ? `comment \`${large.ask}\` to review it anyway`
+    : `raise review.max_changed_lines in ${large.file} to review pull requests this large`;
+  return `⏸ **${pipeline}** did not review${commitWords(sha)}: the pull request changes ${large.lines} lines, more than review.max_changed_lines (${large.max}). ${how[0]!.toUpperCase()}${how.slice(1)}.${traceLink(publicUrl, invocation)}`;
+}

@@ -4,6 +4,7 @@ import { botName, DEFAULT_COMMANDS_FROM } from "../../shared/config/authors.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
 import { readCommand } from "../event/command.ts";
+import { type ChangedFiles, filteredMessage, filterPipelines, pullFacts } from "../event/filters.ts";
 import { gatePipelines } from "../event/gates.ts";
 import { codeUnchanged, matchPipelines } from "../event/match.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
@@ -25,6 +26,8 @@ export interface Gated {
  * - a comment command (`@<bot> <word>`) from an association outside `codehost.commands_from` starts
  *   nothing (`command_not_allowed`); `pause` / `resume` are answered here; another word runs the
  *   pipelines that take it, whether or not the pull request is paused;
+ * - pull request filters of `trigger.codehost` entries (worker/event/filters.ts) drop the pipelines
+ *   they hold; with none left but some held, `filtered`, naming each pipeline and its filter;
  * - any other event of a paused pull request starts nothing (`paused`);
  * - the rest go through the author gates (worker/event/gates.ts); with nothing left, `author_not_allowed`.
  */
@@ -33,6 +36,8 @@ export async function admit(
   client: pg.ClientBase,
   event: ResolvedEvent,
   evalRun: boolean,
+  /** the pull request's changed files, when a `paths` filter needed them (worker/queue/changed-files.ts) */
+  files?: ChangedFiles,
 ): Promise<Admission> {
   const command =
     event.kind === "codehost"
@@ -91,10 +96,19 @@ export async function admit(
     return { kind: "run", pipelines, gated: null, reaction: react("eyes") };
   }
   const matched = matchPipelines(config, identity);
+  // a filter that needed the files and got none holds its pipeline: dispatch read them if any did
+  const { fired, filtered } = filterPipelines(
+    matched,
+    identity,
+    pullFacts(event.eventName, event.payload),
+    files ?? { unknown: "not read" },
+  );
+  if (fired.length === 0 && filtered.length)
+    return stop({ code: "filtered", message: filteredMessage(filtered) }, null);
   const pipelines =
     event.kind === "tracker" && event.context.agent
-      ? matched.filter((pipeline) => pipeline.agent === event.context.agent)
-      : matched;
+      ? fired.filter((pipeline) => pipeline.agent === event.context.agent)
+      : fired;
   if (pipelines.length === 0 || !gatedKinds.has(event.kind))
     return { kind: "run", pipelines, gated: null, reaction: null };
   if (event.kind === "codehost") {

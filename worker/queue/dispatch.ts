@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { transactionDb } from "../../db/boss.ts";
@@ -27,6 +28,7 @@ import { concurrencyGroup } from "../event/group.ts";
 import { type ResolvedEvent, resolveEvent } from "../event/resolve.ts";
 import type { CommandReaction } from "../outputs/reactions.ts";
 import { admit, type Gated } from "./admission.ts";
+import { changedFilesFor } from "./changed-files.ts";
 import { noMatch, pipelinesFor, unknownReference } from "./dispatch-match.ts";
 import { withGithubFacts } from "./github-facts.ts";
 import { withGitlabAuthor } from "./gitlab-author.ts";
@@ -218,7 +220,10 @@ async function dispatchTrigger(
     trigger,
     await withGitlabAuthor(deps, client, trigger, stated),
   );
-  const admission = await admit(deps.config, client, event, trigger.eval_run_id !== null);
+  const evalRun = trigger.eval_run_id !== null;
+  // a pull request's changed files, read only when a `paths` filter of a matched pipeline needs them
+  const files = await changedFilesFor(deps, event, evalRun);
+  const admission = await admit(deps.config, client, event, evalRun, files);
   const { gated, reaction } = admission;
   if (admission.kind === "stop") return { kind: "none", diagnostic: admission.diagnostic, gated, reaction };
   const { pipelines } = admission;
@@ -278,11 +283,16 @@ async function createRun(
   const created: CreatedInvocation[] = [];
   const superseded: SupersededRun[] = [];
   let claimed: ClaimedRun | undefined;
-  for (const pipeline of run.pipelines) {
+  // the live runs first, so a shadow (a candidate version, outputs held back) never goes before them
+  const runs = [
+    ...run.pipelines.map((pipeline) => ({ pipeline, shadow: false })),
+    ...(apart(trigger) ? [] : shadowsOf(run.pipelines, trigger.id)),
+  ];
+  for (const { pipeline, shadow } of runs) {
     const workloadId = newId("workload");
     const invocationId = newId("invocation");
     const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
-    const group = concurrencyGroup(pipeline, event.context, apart(trigger));
+    const group = shadow ? null : concurrencyGroup(pipeline, event.context, apart(trigger));
     const rows: QueuedRun = {
       workloadId,
       triggerId: trigger.id,
@@ -294,7 +304,8 @@ async function createRun(
       target: lane.target,
       group,
       headSha: group && event.context.sha ? event.context.sha : null,
-      outputsHeld: trigger.hold_outputs,
+      outputsHeld: trigger.hold_outputs || shadow,
+      shadow,
     };
     const entry = { workload: workloadId, invocation: invocationId, pipeline: pipeline.name };
     if (group) {
@@ -321,7 +332,7 @@ async function createRun(
         continue;
       }
     }
-    if (run.claimFor && !claimed && lane.usable) {
+    if (run.claimFor && !claimed && lane.usable && !shadow) {
       const { invocation, breakerOpenUntil } = await insertWorkloadWithClaimedInvocation(client, {
         ...rows,
         workerId: run.claimFor,
@@ -346,6 +357,21 @@ async function createRun(
   }
   if (!claimed) batch.statuses.push({ id: trigger.id, status: "running", diagnostic: null });
   return { created, claimed, superseded };
+}
+
+/**
+ * The shadow runs an event gets (issue 57): each pipeline's candidate version, on the `share` of
+ * events its trigger id draws (the same trigger always draws the same, so a redelivery or a retried
+ * dispatch makes the same decision).
+ */
+function shadowsOf(pipelines: Pipeline[], triggerId: string): { pipeline: Pipeline; shadow: true }[] {
+  return pipelines.flatMap((pipeline) => {
+    const shadow = pipeline.shadow;
+    if (!shadow?.candidate) return [];
+    const draw =
+      createHash("sha256").update(`${triggerId}:${pipeline.name}`).digest().readUInt32BE(0) / 2 ** 32;
+    return draw < shadow.share ? [{ pipeline: shadow.candidate, shadow: true as const }] : [];
+  });
 }
 
 /**

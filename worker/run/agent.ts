@@ -13,26 +13,38 @@ import { runIdentity } from "../event/resolve.ts";
 import { artifactOf, transcriptArtifact } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
 import { agentTimeout, onTargets, type Unavailable } from "./failover.ts";
+import { clearPartial, limitOf, PARTIAL_FILE, readPartial, takesPartial } from "./partial.ts";
 import { assemblePrompt, orchestrationSection, type Prompt } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
+import { type RunReview, reviewPrompt } from "./review-rules.ts";
 import { newAgentToken } from "./run-token.ts";
 import { type AgentContext, startRuntime, tokenRequest } from "./runtime.ts";
 import { stopped } from "./stopped.ts";
 import type { RunEnd, RunState } from "./types.ts";
 import { restoreBaseInstructions } from "./workspace.ts";
 
-/** How the agent ended: a result (with what its check found, null when it passed), or the run's end. */
+/**
+ * How the agent ended: a result (with what its check found, null when it passed), or the run's end.
+ * `incomplete`: the agent was stopped at a limit, and the result is what it wrote so far (partial.ts).
+ */
 export type AgentEnd =
-  | { kind: "result"; result: unknown; target: string; invalid: Diagnostic | null }
+  | {
+      kind: "result";
+      result: unknown;
+      target: string;
+      invalid: Diagnostic | null;
+      incomplete?: { diagnostic: Diagnostic; limit: "turn" | "time" };
+    }
   | { kind: "ended"; end: RunEnd };
 
 /**
  * The prompt the agent gets: pipeline, agent, skill, the event and the knowledge delivered into the
  * run, and, for an outsider's pull request, where its worktree's agent instructions come from.
  */
-export function agentPrompt(run: RunState, instructions?: BaseInstructions): Prompt {
+export function agentPrompt(run: RunState, instructions?: BaseInstructions, review?: RunReview): Prompt {
   const { pipeline } = run.input;
   const { agent, skill } = runIdentity(pipeline, run.event.context);
+  const rules = review ? reviewPrompt(review) : undefined;
   const prompt = assemblePrompt({
     config: run.deps.config,
     pipeline,
@@ -47,6 +59,8 @@ export function agentPrompt(run: RunState, instructions?: BaseInstructions): Pro
     knowledge: run.knowledge,
     ...(pipeline.concurrency ? { previousSha: run.previousSha } : {}),
     ...(instructions ? { baseInstructions: instructions } : {}),
+    ...(rules ? { review: rules } : {}),
+    partialResult: takesPartial(pipeline),
   });
   // an orchestrator learns its guidance, its budgets and how to hand work to tasks
   if (pipeline.orchestrator)
@@ -59,10 +73,17 @@ export function agentPrompt(run: RunState, instructions?: BaseInstructions): Pro
  * gives the result. When every target is unavailable the run fails with `target_unavailable`, or
  * waits (released) when none has a usable credential at all.
  */
-export async function runAgentOnTargets(run: RunState): Promise<AgentEnd> {
+export async function runAgentOnTargets(run: RunState, review?: RunReview): Promise<AgentEnd> {
   const { input } = run;
+  for (const problem of review?.facts.repo?.problems ?? [])
+    run.deps.logger.warn("the base commit's review rules have a problem; its bad rules are left out", {
+      event: "review.rules_invalid",
+      invocation: input.invocationId,
+      message: problem,
+    });
   // the setup steps have ended and the agent has not started: nothing of the run writes meanwhile
-  const prompt = agentPrompt(run, restoreBaseInstructions(input.paths));
+  const prompt = agentPrompt(run, restoreBaseInstructions(input.paths), review);
+  if (takesPartial(input.pipeline)) clearPartial(input.paths);
   const transcript = join(input.paths.logsDir, "transcript.log");
   // synchronously, as every small file of a run: one system call here, where the thread pool
   // costs a thread's wake-up and the event loop's
@@ -168,6 +189,11 @@ async function runAgentOn(
       return { kind: "ended", end };
     }
     if (outcome.kind === "failed") {
+      const partial = partialResult(run, outcome.diagnostic);
+      if (partial) {
+        await finish({ status: "failed", diagnostic: partial.incomplete.diagnostic, ...usage }, log);
+        return { kind: "result", ...partial, target: target.name, invalid: null };
+      }
       await finish({ status: "failed", diagnostic: outcome.diagnostic, ...usage }, log);
       return { kind: "ended", end: { kind: "failed", diagnostic: outcome.diagnostic } };
     }
@@ -178,6 +204,23 @@ async function runAgentOn(
     // token is revoked on its own. A failed revoke leaves a token that expires by itself
     if (!revoked) await revokeToken(records, token.stored.issued.id).catch(() => {});
   }
+}
+
+/**
+ * What the agent wrote so far, when the runtime stopped it at its turn or time limit and the file
+ * satisfies `result.schema` (partial.ts); its diagnostic then says the partial result is published.
+ */
+function partialResult(
+  run: RunState,
+  failure: Diagnostic,
+): { result: unknown; incomplete: { diagnostic: Diagnostic; limit: "turn" | "time" } } | undefined {
+  const { pipeline, paths } = run.input;
+  const limit = limitOf(failure);
+  if (!limit || !pipeline.result || !takesPartial(pipeline)) return undefined;
+  const result = readPartial(paths);
+  if (!result || checkResult(pipeline.result.schema, result)) return undefined;
+  const message = `${failure.message}; its result so far (${PARTIAL_FILE}) is published, marked incomplete`;
+  return { result, incomplete: { diagnostic: { ...failure, message }, limit } };
 }
 
 /**

@@ -13,6 +13,7 @@ import { cancelOrchestratedTasks } from "../../db/orchestrated-tasks.ts";
 import { closeOpenTasks } from "../../db/tasks.ts";
 import { withTransaction } from "../../db/transaction.ts";
 import { settleLockedTrigger, settleTrigger } from "../../db/trigger-status.ts";
+import { runPipeline } from "../../shared/config/pipeline/shadow.ts";
 import type { Pipeline } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import { type InvocationJob, laneQueue } from "../../shared/queues.ts";
@@ -68,7 +69,7 @@ export async function runClaimedInvocation(
 ): Promise<void> {
   const invocationId = claimed.id;
   const { workload } = known;
-  const pipeline = deps.config.pipelines[workload.pipeline];
+  const pipeline = runPipeline(deps.config, workload.pipeline, claimed.shadow);
   const paths = workspacePaths(deps.config.dir, workload.id, invocationId);
   const watch = watchRun(deps, invocationId, shutdown, lease);
   let end: RunEnd;
@@ -100,7 +101,7 @@ export async function runClaimedInvocation(
         })
       : {
           kind: "failed",
-          diagnostic: diagnostic("no_matching_pipeline", removedPipeline(workload.pipeline)),
+          diagnostic: diagnostic("no_matching_pipeline", removedPipeline(workload.pipeline, claimed.shadow)),
         };
   } catch (error) {
     const message = `the run failed inside the worker: ${(error as Error).message}`;
@@ -129,7 +130,9 @@ export async function runClaimedInvocation(
     await bestEffort(deps, "complete_lease", completeLease(deps.boss, lease));
 }
 
-function removedPipeline(name: string): string {
+function removedPipeline(name: string, shadow = false): string {
+  if (shadow)
+    return `the shadow candidate of pipeline ${name} is no longer configured on this worker; it was removed before the run started`;
   return `pipeline ${name} is no longer configured on this worker; it was removed before the run started`;
 }
 

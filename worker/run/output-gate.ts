@@ -1,13 +1,23 @@
+import { clearBudgetWait, markBudgetWait } from "../../db/budget-periods.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import { isOwnEvent } from "../outputs/own-events.ts";
+import { noteBudgetWait } from "../outputs/progress.ts";
+import { budgetDecision, onOverBudgetTargets } from "./budget-periods.ts";
 import { type BreakerDeps, breakerHold, type GatedRun } from "./circuit-breaker.ts";
+import type { RunInput } from "./types.ts";
 
 /**
  * Asked before a run does anything: `wait` when the pipeline's circuit breaker was open at the
- * run's claim (the run goes back to the queue), `own_event` when the event was authored by the
- * pipeline's own identity (the run completes without an agent), null to go ahead.
+ * run's claim, or a period budget of daemon.yaml's `budgets` is spent (the run goes back to the
+ * queue), `own_event` when the event was authored by the pipeline's own identity (the run completes
+ * without an agent), null to go ahead. A spent budget with `{ target, when: over_budget }` targets
+ * puts the run on those instead: `run.pipeline` is replaced for this attempt.
  */
-export function runGate(deps: BreakerDeps, run: GatedRun, event: ResolvedEvent): "wait" | "own_event" | null {
+export async function runGate(
+  deps: BreakerDeps,
+  run: GatedRun & Pick<RunInput, "workload" | "outputsHeld">,
+  event: ResolvedEvent,
+): Promise<"wait" | "own_event" | null> {
   if (isOwnEvent(deps.config, run.pipeline, event)) {
     deps.logger.info("event authored by the pipeline's own identity: not answered", {
       event: "invocation.own_event",
@@ -16,5 +26,49 @@ export function runGate(deps: BreakerDeps, run: GatedRun, event: ResolvedEvent):
     });
     return "own_event";
   }
-  return breakerHold(deps, run) ? "wait" : null;
+  if (breakerHold(deps, run)) return "wait";
+  return (await budgetHold(deps, run, event)) ? "wait" : null;
+}
+
+/** Whether a spent period budget holds the run; on over_budget targets it goes ahead there. */
+async function budgetHold(
+  deps: BreakerDeps,
+  run: GatedRun & Pick<RunInput, "workload" | "outputsHeld">,
+  event: ResolvedEvent,
+): Promise<boolean> {
+  const { budgets } = deps.config;
+  if (!budgets || run.pipeline.targets.length === 0) return false;
+  const decision = await budgetDecision(deps.pool, budgets, run);
+  const triggerId = run.workload.trigger_id;
+  const fields = { pipeline: run.pipeline.name, invocation: run.invocationId };
+  if (decision.kind !== "wait") {
+    // a run that waited before goes ahead now: its trigger no longer says it waits
+    if (triggerId) await clearBudgetWait(deps.pool, triggerId);
+    if (decision.kind === "fallback") {
+      deps.logger.info("period budget spent: the run goes on its over_budget targets", {
+        event: "budget.over_budget",
+        ...fields,
+        targets: decision.targets,
+        message: decision.diagnostic.message,
+      });
+      run.pipeline = onOverBudgetTargets(run.pipeline, decision.targets);
+    }
+    return false;
+  }
+  deps.logger.info("period budget spent: the invocation waits", {
+    event: "budget.waiting",
+    ...fields,
+    until: decision.until.toISOString(),
+    message: decision.diagnostic.message,
+  });
+  // the trigger shows the wait (`svc trigger list`); the sticky comment once per wait, not per recheck
+  const first = triggerId ? await markBudgetWait(deps.pool, triggerId, decision.diagnostic) : true;
+  // a run whose outputs are held back writes nothing to the pull request, its wait included
+  if (first && !run.outputsHeld)
+    await noteBudgetWait(
+      deps,
+      { ...run, triggerId, event },
+      { until: decision.until, diagnostic: decision.diagnostic },
+    );
+  return true;
 }

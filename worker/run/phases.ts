@@ -6,14 +6,16 @@ import type { RunEngines } from "../exec/engine.ts";
 import { openSandbox } from "../exec/sandbox/engine.ts";
 import { ClaimLostError } from "../outputs/delivery.ts";
 import { holdOutputs } from "../outputs/held.ts";
-import { announceProgress } from "../outputs/progress.ts";
+import { announceProgress, noteTooLarge } from "../outputs/progress.ts";
 import { publishOutputs } from "../outputs/publish.ts";
+import { markedIncomplete, withoutIgnored } from "../outputs/review.ts";
 import { runAgentOnTargets } from "./agent.ts";
 import { recordSurface } from "./artifacts.ts";
 import { checkOutRun } from "./checkout-task.ts";
 import { eventEnvironment } from "./environment.ts";
 import { placeKnowledgeFiles, prepareRunKnowledge, type RunKnowledge, readableBy } from "./knowledge.ts";
 import { runGate } from "./output-gate.ts";
+import { ignoreRules, type RunReview, runReview, tooLarge } from "./review-rules.ts";
 import { openRunSecrets, redactorFor } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import { setupStepToken } from "./setup-token.ts";
@@ -27,8 +29,9 @@ import { emptyAgentDir } from "./workspace.ts";
  */
 export async function runInvocation(deps: RunDeps, input: RunInput): Promise<RunEnd> {
   const event = withCommand(await eventOfRun(deps.records, input), deps.config, input.pipeline);
-  // an open circuit breaker holds the run; the pipeline's own events are not answered (docs/outputs.md)
-  const gate = runGate(deps, input, event);
+  // an open circuit breaker or a spent period budget holds the run; the pipeline's own events are
+  // not answered (docs/outputs.md)
+  const gate = await runGate(deps, input, event);
   if (gate === "wait") return { kind: "released", credentials: true };
   if (gate === "own_event") return { kind: "completed", result: null };
   // sticky comments with `progress` say the run started; a failure there is logged, never the run's
@@ -42,6 +45,15 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
     : undefined;
   const checkout = await checkOutRun(deps, input, event, reviewed);
   if (checkout.failure) return { kind: "failed", diagnostic: checkout.failure };
+  // a pull request above review.max_changed_lines is not reviewed unless asked with --force: no
+  // setup step and no agent, and the sticky comment says why and how to ask
+  const review = runReview(pipeline, checkout.result?.review);
+  const large = review && tooLarge(pipeline, event, review.facts);
+  if (large) {
+    if (!input.outputsHeld)
+      await noteTooLarge(deps, { invocationId, triggerId: workload.trigger_id, pipeline, event }, large);
+    return { kind: "completed", result: null };
+  }
   // where each phase's processes run: on a sandboxed pipeline, a container for the setup steps and
   // another for the agent; else the worker's host for both
   // before a container exists: an App that cannot issue the steps' token ends the run here
@@ -68,7 +80,7 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   let end: RunEnd;
   try {
     try {
-      end = await runProcesses(run);
+      end = await runProcesses(run, review);
       // a container that never started ends the run with its own diagnostic, whatever the phase made of it
       const failure = engines.setup.failure() ?? engines.agent.failure();
       if (failure && end.kind === "failed") end = { kind: "failed", diagnostic: failure };
@@ -86,7 +98,7 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
 }
 
 /** The phases that start processes: setup steps, then the agent and what follows it. */
-async function runProcesses(run: RunState): Promise<RunEnd> {
+async function runProcesses(run: RunState, review: RunReview | undefined): Promise<RunEnd> {
   const { deps, input } = run;
   // retrieval (with a query rewrite, a model call) runs beside the setup steps, not before them,
   // from the moment the first step's process exists; only the agent needs what it delivers
@@ -127,7 +139,7 @@ async function runProcesses(run: RunState): Promise<RunEnd> {
       await emptyAgentDir(input.paths);
       run.knowledge = await retrieve();
       run.knowledgeUnrecorded = run.knowledge.record;
-      end = await runAgentPhases(run);
+      end = await runAgentPhases(run, review);
     }
   } catch (error) {
     // the run's own error is what its end reports: a record that could not be written with it is lost
@@ -146,15 +158,17 @@ async function recordKnowledgeLeft(run: RunState): Promise<void> {
 }
 
 /** The agent on the pipeline's targets, the result check, then the outputs (the surface is recorded after, by runInvocation). */
-async function runAgentPhases(run: RunState): Promise<RunEnd> {
+async function runAgentPhases(run: RunState, review: RunReview | undefined): Promise<RunEnd> {
   const { deps, input, event } = run;
   let result: unknown = null;
   if (input.pipeline.targets.length > 0) {
     // the agent's result is checked and recorded with its task's end (agent.ts)
-    const agent = await runAgentOnTargets(run);
+    const agent = await runAgentOnTargets(run, review);
     if (agent.kind === "ended") return agent.end;
     if (agent.invalid) return { kind: "failed", diagnostic: { ...agent.invalid, target: agent.target } };
-    result = agent.result;
+    // findings on ignored paths are dropped and counted; a result so far is marked incomplete
+    result = withoutIgnored(input.pipeline, agent.result, ignoreRules(review));
+    if (agent.incomplete) result = markedIncomplete(input.pipeline, result, agent.incomplete.limit);
     // a checked result is published before the run is recorded as completed, exactly once per key
     let unpublished: Awaited<ReturnType<typeof publishOutputs>>;
     try {
@@ -175,6 +189,8 @@ async function runAgentPhases(run: RunState): Promise<RunEnd> {
     if (unpublished) {
       return { kind: "failed", diagnostic: { ...unpublished, target: agent.target } };
     }
+    // published, and still the run did not finish: it ends with the limit it reached
+    if (agent.incomplete) return { kind: "failed", diagnostic: agent.incomplete.diagnostic };
   }
   return { kind: "completed", result };
 }

@@ -13,6 +13,7 @@ import {
 } from "../../db/orchestrated-tasks.ts";
 import { withTransaction } from "../../db/transaction.ts";
 import { workloadOfInvocation } from "../../db/workloads.ts";
+import { runPipeline } from "../../shared/config/pipeline/shadow.ts";
 import type { Pipeline } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import { laneQueue, type TaskJob } from "../../shared/queues.ts";
@@ -70,7 +71,7 @@ async function runAndRecordTask(
   let pipeline: Pipeline | undefined;
   try {
     const workload = await workloadOfInvocation(deps.pool, task.invocationId);
-    pipeline = workload ? deps.config.pipelines[workload.pipeline] : undefined;
+    pipeline = workload ? runPipeline(deps.config, workload.pipeline, workload.shadow === true) : undefined;
     if (!workload || !pipeline?.orchestrator) {
       const message = `pipeline ${workload?.pipeline ?? "(unknown)"} is no longer configured as orchestrated on this worker`;
       end = { kind: "failed", diagnostic: diagnostic("no_matching_pipeline", message) };

@@ -27,6 +27,7 @@ export default class NotesList extends Command {
     "<%= config.bin %> notes list --pipeline pr-review --tag flaky",
     '<%= config.bin %> notes list --query "deploy rollback" --json',
     "<%= config.bin %> notes list --untrusted",
+    "<%= config.bin %> notes list --kind dismissal --repo acme/widgets",
   ];
   static override enableJsonFlag = true;
   static override flags = {
@@ -34,6 +35,12 @@ export default class NotesList extends Command {
     agent: Flags.string({ description: "only notes of this agent", helpValue: "<name>" }),
     repo: Flags.string({ description: "only notes about this repository", helpValue: "<owner/name>" }),
     tag: Flags.string({ description: "only notes with this tag", helpValue: "<tag>" }),
+    kind: Flags.string({
+      description:
+        "only notes of this kind: dismissal lists the findings members dismissed, which reviews drop (svc notes delete <id> lifts one)",
+      options: ["dismissal"],
+      exclusive: ["tag"],
+    }),
     query: Flags.string({ char: "q", description: "words that must all appear", helpValue: "<words>" }),
     limit: Flags.integer({ description: "at most this many", default: 50, min: 1, max: 500 }),
     untrusted: Flags.boolean({
@@ -49,7 +56,8 @@ export default class NotesList extends Command {
         pipeline: flags.pipeline,
         agent: flags.agent,
         repo: flags.repo,
-        tag: flags.tag,
+        // a dismissal note carries the tag `dismissal` (worker/outputs/dismissals.ts): the API filters on it
+        tag: flags.kind ?? flags.tag,
         q: flags.query,
         limit: flags.limit,
         untrusted: flags.untrusted ? 1 : undefined,

@@ -1,3 +1,4 @@
+import { costsRoute } from "../handlers/costs.ts";
 import {
   dispatchUrlRoute,
   firePipelineRoute,
@@ -33,6 +34,18 @@ export const TRIGGER_ROUTES: readonly RouteSpec[] = [
     summary: "trigger counts grouped by code, source or kind (`by`), same filters",
     handler: triggerStatsRoute,
     query: { ...TRIGGER_FILTERS, by: "code, source or kind (default code)" },
+  },
+  {
+    method: "GET",
+    path: "/costs",
+    scope: "triggers:read",
+    summary:
+      "tokens and USD (at the targets' `price`) of agent tasks per repo, pipeline or author (`by`), totals and per day",
+    handler: costsRoute,
+    query: {
+      by: "repo, pipeline or author (default pipeline)",
+      since: "an ISO time or a duration such as 30d (default 30d)",
+    },
   },
   {
     method: "GET",

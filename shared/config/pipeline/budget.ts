@@ -1,14 +1,23 @@
-import { checkKeys, int, mapping, num, type YamlMap } from "../read.ts";
+import { checkKeys, int, mapping, num, quote, type YamlMap } from "../read.ts";
 import { type ConfigFile, formatPath } from "../source.ts";
-import type { Budget, Pipeline, Target } from "../types.ts";
+import type { Budget, Pipeline, PipelineBudget, Target } from "../types.ts";
+import { readOverBudgetTargets } from "./targets.ts";
 
 const BUDGET_KEYS = ["tokens", "cost", "requests"];
 
 /**
  * `budget: { tokens, cost, requests }`: the most one invocation may spend on model calls, over
- * every attempt, failover and orchestrated task; any of the three, at least one.
+ * every attempt, failover and orchestrated task; any of the three, at least one. With it, the
+ * `targets` entries `{ target, when: over_budget }`: where runs go while a period budget is spent.
  */
-export function readBudget(f: ConfigFile, root: YamlMap): Budget | undefined {
+export function readBudget(f: ConfigFile, root: YamlMap): PipelineBudget | undefined {
+  const overBudget = readOverBudgetTargets(f, root);
+  const invocation = readInvocationBudget(f, root);
+  if (overBudget.length === 0) return invocation;
+  return { ...invocation, overBudget };
+}
+
+function readInvocationBudget(f: ConfigFile, root: YamlMap): Budget | undefined {
   if (root.budget === undefined || root.budget === null) return undefined;
   const raw = mapping(f, root.budget, ["budget"], " such as { tokens: 200000, cost: 2.5, requests: 50 }");
   if (!raw) return undefined;
@@ -52,7 +61,21 @@ export function checkBudgetTargets(
 ): void {
   const { budget } = pipeline;
   if (!budget) return;
-  const names = new Set([...pipeline.targets, ...(pipeline.orchestrator?.targets ?? [])]);
+  for (const name of budget.overBudget ?? []) {
+    if (targets[name]) continue;
+    f.report(
+      ["targets"],
+      "unknown_target",
+      `over_budget target ${quote(name)} is not defined - add it to the top-level "targets:" map of daemon.yaml (defined: ${Object.keys(targets).join(", ") || "none"})`,
+    );
+  }
+  // the bounds of one invocation; a budget of over_budget targets alone bounds nothing
+  if (budget.tokens === undefined && budget.cost === undefined && budget.requests === undefined) return;
+  const names = new Set([
+    ...pipeline.targets,
+    ...(pipeline.orchestrator?.targets ?? []),
+    ...(budget.overBudget ?? []),
+  ]);
   for (const name of names) {
     const target = targets[name];
     if (!target) continue; // reported as unknown_target

@@ -4,6 +4,7 @@ import { readSchedules } from "../schedule.ts";
 import { type ConfigFile, formatPath, type KeyPath } from "../source.ts";
 import type { DaemonSettings, EventMatcher, PipelineArg, PipelineTrigger, VerifyKind } from "../types.ts";
 import type { PipelineDraft } from "./draft.ts";
+import { checkFiltersOnGitlab, FILTER_KEYS, readFilters, refuseFilters } from "./trigger-filters.ts";
 
 const REPO_NAME = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 
@@ -30,7 +31,7 @@ function readMatchers(f: ConfigFile, raw: YamlMap, key: "codehost" | "tracker"):
   const value = raw[key];
   const path = ["trigger", key];
   if (value === undefined || value === null) return [];
-  const shape = `"trigger.${key}" must be a list of event names (e.g. [pull_request.opened]) or { events: [...], repos: [owner/name, ...] }${key === "codehost" ? " or { command: <word> }" : ""}`;
+  const shape = `"trigger.${key}" must be a list of event names (e.g. [pull_request.opened]) or { events: [...], repos: [owner/name, ...] }${key === "codehost" ? " or { command: <word> } or { replies: true }" : ""}`;
   const items = Array.isArray(value) ? value : [value];
   const matchers: EventMatcher[] = [];
   const bare: string[] = [];
@@ -39,10 +40,15 @@ function readMatchers(f: ConfigFile, raw: YamlMap, key: "codehost" | "tracker"):
     if (typeof item === "string" && item.trim() !== "") {
       bare.push(item);
     } else if (isMapping(item) && key === "codehost" && "command" in item) {
+      refuseFilters(f, item, itemPath, "a comment command");
       const command = readCommand(f, item, itemPath);
       if (command) matchers.push(command);
+    } else if (isMapping(item) && key === "codehost" && "replies" in item) {
+      refuseFilters(f, item, itemPath, "a reply");
+      const replies = readReplies(f, item, itemPath);
+      if (replies) matchers.push(replies);
     } else if (isMapping(item)) {
-      checkKeys(f, item, itemPath, ["events", "repos"]);
+      checkKeys(f, item, itemPath, ["events", "repos", ...(key === "codehost" ? FILTER_KEYS : [])]);
       const events = strList(f, item, "events", itemPath, {
         required: true,
         hint: ", e.g. events: [pull_request.opened]",
@@ -56,7 +62,8 @@ function readMatchers(f: ConfigFile, raw: YamlMap, key: "codehost" | "tracker"):
             `repository ${quote(repo)} must be written <owner>/<name>`,
           );
       }
-      if (events?.length) matchers.push({ events, repos });
+      const filters = key === "codehost" && events ? readFilters(f, item, itemPath, events) : undefined;
+      if (events?.length) matchers.push({ events, repos, ...(filters ? { filters } : {}) });
       else if (events)
         f.report(
           [...itemPath, "events"],
@@ -101,6 +108,24 @@ function readCommand(f: ConfigFile, item: YamlMap, path: KeyPath): EventMatcher 
   return { events: COMMAND_EVENTS, repos, command: word };
 }
 
+/** The event a reply in a review thread arrives in (GitHub's). */
+export const REPLY_EVENTS = ["pull_request_review_comment.created"];
+
+/** `{ replies: true, repos? }`: fires on a reply in one of svc's own review threads. */
+function readReplies(f: ConfigFile, item: YamlMap, path: KeyPath): EventMatcher | undefined {
+  checkKeys(f, item, path, ["replies", "repos"]);
+  if (item.replies !== true) {
+    f.report(
+      [...path, "replies"],
+      "invalid_value",
+      `"${formatPath([...path, "replies"])}" must be true (got ${quote(item.replies)}) - write { replies: true } to answer replies in svc's review threads, or remove the entry`,
+    );
+    return undefined;
+  }
+  const repos = strList(f, item, "repos", path) ?? [];
+  return { events: REPLY_EVENTS, repos, replies: true };
+}
+
 export function checkTriggerSources(f: ConfigFile, draft: PipelineDraft, daemon: DaemonSettings): void {
   const trigger = draft.trigger;
   if (!trigger) return;
@@ -125,6 +150,7 @@ export function checkTriggerSources(f: ConfigFile, draft: PipelineDraft, daemon:
       );
     }
   });
+  checkFiltersOnGitlab(f, trigger.codehost, daemon);
   for (const kind of ["codehost", "tracker"] as const) {
     if (trigger[kind].length === 0 || sources.some((source) => triggerOf(source.verify) === kind)) continue;
     f.report(

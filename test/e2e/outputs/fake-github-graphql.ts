@@ -11,6 +11,10 @@ export interface FakeThread {
   isOutdated: boolean;
   /** the review ids of its comments, the first one opening the thread */
   reviewIds: number[];
+  /** the REST id of the comment opening the thread (GraphQL's `databaseId`) */
+  commentId?: number;
+  /** who resolved it (GraphQL's `resolvedBy`): a person on GitHub, or the token's login by the mutation */
+  resolvedBy?: string;
 }
 
 export interface GraphqlAnswer {
@@ -24,6 +28,7 @@ export function answerGraphql(
   threads: FakeThread[],
   pulls: ReadonlySet<string>,
   request: unknown,
+  login?: string,
 ): GraphqlAnswer {
   const { query, variables } = (request ?? {}) as { query?: unknown; variables?: Record<string, unknown> };
   if (typeof query !== "string")
@@ -50,6 +55,7 @@ export function answerGraphql(
         },
       };
     thread.isResolved = true;
+    if (login) thread.resolvedBy = login;
     return {
       status: 200,
       body: { data: { resolveReviewThread: { thread: { id: thread.id, isResolved: true } } } },
@@ -87,7 +93,15 @@ export function answerGraphql(
                   id: thread.id,
                   isResolved: thread.isResolved,
                   isOutdated: thread.isOutdated,
-                  comments: { nodes: [{ pullRequestReview: { databaseId: thread.reviewIds[0] } }] },
+                  resolvedBy: thread.isResolved && thread.resolvedBy ? { login: thread.resolvedBy } : null,
+                  comments: {
+                    nodes: [
+                      {
+                        databaseId: thread.commentId ?? null,
+                        pullRequestReview: { databaseId: thread.reviewIds[0] },
+                      },
+                    ],
+                  },
                 })),
                 pageInfo: {
                   hasNextPage: end < all.length,

@@ -39,6 +39,8 @@ export interface FakeGitHub {
   /** reactions on issue comments: comment id → the reactions posted to it, with who posted them */
   reactions: Map<number, { content: string; user: string }[]>;
   files: Map<string, { filename: string; status: string; patch?: string }[]>;
+  /** `owner/repo` → login → permission (`admin`, `write`, `read`): GitHub's collaborators; others are none (404) */
+  collaborators: Map<string, Map<string, string>>;
   /** a push: the pull request's new diff; review comments whose line's text changed become outdated */
   pushFiles(thread: string, files: { filename: string; status: string; patch?: string }[]): void;
   /** the next POST to a path ending like this is stored, then answered 502 (the answer is lost) */
@@ -108,6 +110,7 @@ export async function startFakeGitHub(options: {
     threads: [] as FakeThread[],
     reactions: new Map<number, { content: string; user: string }[]>(),
     files: new Map<string, { filename: string; status: string; patch?: string }[]>(),
+    collaborators: new Map<string, Map<string, string>>(),
   };
   const userIds = new Map(Object.values(options.users).map((login, index) => [login, 100 + index]));
   let base = "";
@@ -201,8 +204,20 @@ export async function startFakeGitHub(options: {
     };
     if (url.pathname === "/graphql" && req.method === "POST") {
       const pulls = new Set([...state.files.keys(), ...state.reviewComments.keys()]);
-      const answer = answerGraphql(state.threads, pulls, body);
+      const answer = answerGraphql(state.threads, pulls, body, login);
       return send(res, answer.status, answer.body);
+    }
+    // `GET /repos/{owner}/{repo}/collaborators/{username}/permission`: 404 for a non-collaborator
+    const permission = /^\/repos\/([^/]+)\/([^/]+)\/collaborators\/([^/]+)\/permission$/.exec(url.pathname);
+    if (permission && req.method === "GET") {
+      const level = state.collaborators.get(`${permission[1]}/${permission[2]}`)?.get(permission[3]!);
+      if (!level)
+        return send(res, 404, {
+          message: `${permission[3]} is not a user`,
+          documentation_url: `${DOCS}/collaborators/collaborators#get-repository-permissions-for-a-user`,
+          status: "404",
+        });
+      return send(res, 200, { permission: level, role_name: level, user: { login: permission[3] } });
     }
     const reaction = /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)\/reactions$/.exec(url.pathname);
     if (reaction && req.method === "POST") {
@@ -413,6 +428,7 @@ export async function startFakeGitHub(options: {
           isResolved: false,
           isOutdated: false,
           reviewIds: [ids.id],
+          commentId: inline.id,
         });
       }
       return created(posted);

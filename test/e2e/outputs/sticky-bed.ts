@@ -113,8 +113,10 @@ worker:
     "agents/reviewer/PERSONA.md": "---\nname: reviewer\ndescription: Reviews.\n---\nYou review.\n",
   };
   for (const agent of options.agents) files[`bin/${agent}`] = waitingAgent(gateDir, agent);
+  // a body that states its own version keeps it (a shadow candidate needs another)
   for (const [name, body] of Object.entries(options.pipelines))
-    files[`pipelines/${name}.yaml`] = `version: 3.1.0\nagent: reviewer\n${body}`;
+    files[`pipelines/${name}.yaml`] =
+      `${body.startsWith("version:") ? "" : "version: 3.1.0\n"}agent: reviewer\n${body}`;
   const dir = await writeConfigDir(
     files,
     options.agents.map((agent) => `bin/${agent}`),

@@ -72,7 +72,9 @@ describe.skipIf(unavailable)("the review pipeline svc init writes, on a real con
   beforeAll(async () => {
     const ready = await startEngineWithImages();
     engine = ready.engine;
-    await pullTagged(engine, ready.registry, "agent:default");
+    // the pull (the longest step here) goes on while the rest is set up: only a run needs the image
+    const pulled = pullTagged(engine, ready.registry, "agent:default");
+    pulled.catch(() => {}); // awaited below; a failure before then must not go unhandled
     await anthropic.start();
     anthropic.behave(ANTHROPIC_API_KEY, {
       kind: "script",
@@ -130,6 +132,7 @@ describe.skipIf(unavailable)("the review pipeline svc init writes, on a real con
     env.SVC_DAEMON_URL = url;
     worker = await startWorkerProcess(env);
     pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    await pulled;
   }, 1_800_000);
 
   afterAll(async () => {

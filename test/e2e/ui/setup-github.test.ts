@@ -170,7 +170,11 @@ beforeAll(async () => {
   env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: db.url, SVC_DAEMON_URL: publicUrl };
   ({ role: ingress } = await startIngress({ ...env, SVC_PORT: String(port) }));
   profile = await mkdtemp(join(tmpdir(), "svc-chromium-"));
-  browser = await chromium.launchPersistentContext(profile, {
+  browser = await launchBrowser();
+}, 120_000);
+
+function launchBrowser(): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     args: [
       "--headless",
@@ -180,7 +184,7 @@ beforeAll(async () => {
       "--disable-background-networking",
     ],
   });
-}, 120_000);
+}
 
 afterAll(async () => {
   for (const cli of clis)
@@ -306,9 +310,13 @@ describe.skipIf(!hasChromium)("svc setup github", () => {
     expect(validate.stdout + validate.stderr).toMatch(/configuration valid/);
     expect(validate.code).toBe(0);
 
-    // restarted, the daemon takes GitHub's deliveries signed with the App's webhook secret
+    // restarted, the daemon takes GitHub's deliveries signed with the App's webhook secret. The
+    // browser closes first (and opens again after): a connection Chromium keeps to the ingress is
+    // not idle to its drain, which then waits out its whole 30 s grace (ingress/server.ts)
+    await browser.close();
     await ingress.stop();
     ({ role: ingress } = await startIngress({ ...env, SVC_PORT: String(port) }));
+    browser = await launchBrowser();
     expect((await postSignedPullRequest(publicUrl, app.webhookSecret, PR_PAYLOAD)).status).toBe(202);
     expect((await postSignedPullRequest(publicUrl, "not-the-secret", PR_PAYLOAD)).status).toBe(401);
   }, 180_000);

@@ -101,24 +101,30 @@ async function openCase(
 
 /**
  * RUNS no-op triggers committed at once to the case's idle worker and one wake-up, as the ingress
- * stores a burst; the time from the wake-up to the last of them settled is added to the case's.
+ * stores a burst (db/record-trigger.ts: one insert of triggers, one of jobs, one commit); the time
+ * from the wake-up to the last of them settled is added to the case's.
  */
 async function drain(c: Case): Promise<void> {
   const client = await c.pool.connect();
   try {
-    const ids: string[] = [];
+    const ids = Array.from(
+      { length: RUNS },
+      () =>
+        `trg_${randomBytes(10)
+          .toString("hex")
+          .replace(/[^a-z2-7]/g, "a")}`,
+    );
     await client.query("BEGIN");
-    for (let i = 0; i < RUNS; i += 1) {
-      const id = `trg_${randomBytes(10)
-        .toString("hex")
-        .replace(/[^a-z2-7]/g, "a")}`;
-      ids.push(id);
-      await client.query(
-        "INSERT INTO svc.triggers (id, kind, source, event_name, payload) VALUES ($1, 'webhook', $2, $2, '{}')",
-        [id, NOOP_SOURCE],
-      );
-      await c.boss.send(DISPATCH_QUEUE, { triggerId: id }, { db: transactionDb(client) });
-    }
+    await client.query(
+      `INSERT INTO svc.triggers (id, kind, source, event_name, payload)
+       SELECT id, 'webhook', $2, $2, '{}' FROM unnest($1::text[]) AS id`,
+      [ids, NOOP_SOURCE],
+    );
+    await c.boss.insert(
+      DISPATCH_QUEUE,
+      ids.map((id) => ({ data: { triggerId: id } })),
+      { db: transactionDb(client) },
+    );
     await client.query("COMMIT");
     const started = performance.now();
     await client.query("SELECT pg_notify($1, $2)", [WAKE_CHANNEL, DISPATCH_QUEUE]);
@@ -224,13 +230,16 @@ describe.skipIf(unavailable)(
     });
 
     afterAll(async () => {
-      for (const c of cases) {
-        await c.worker.stop();
-        await c.boss.stop({ graceful: false }).catch(() => {});
-        await c.pool.end();
-        await c.database.drop();
-        await rm(c.env.SVC_CONFIG_DIR, { recursive: true, force: true });
-      }
+      // in parallel: each case's drop waits for its own connections to close
+      await Promise.all(
+        cases.map(async (c) => {
+          await c.worker.stop();
+          await c.boss.stop({ graceful: false }).catch(() => {});
+          await c.pool.end();
+          await c.database.drop();
+          await rm(c.env.SVC_CONFIG_DIR, { recursive: true, force: true });
+        }),
+      );
       await model.stop();
       await dns.stop();
     });

@@ -1,0 +1,287 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import pg from "pg";
+import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
+import { testGit } from "../../support/git.ts";
+import { type GitHost, gitHost } from "../../support/git-smart-http.ts";
+import { type RoleProcess, startIngress, startWorkerProcess, writeConfigDir } from "../worker/processes.ts";
+import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
+import { PR_PAYLOAD, postSignedDelivery } from "./pull-request.ts";
+
+const COMMENT = JSON.parse(
+  readFileSync(
+    join(
+      import.meta.dirname,
+      "../../../ingress/webhooks/codehost/fixtures/issue_comment/created.payload.json",
+    ),
+    "utf8",
+  ),
+) as { issue: Record<string, unknown>; comment: Record<string, unknown> };
+
+/**
+ * A real ingress and worker, the loopback GitHub with a real repository over smart HTTP on its
+ * origin (`acme/widgets`, read with the default identity's token), for the review tests of issue
+ * 56: large pull requests, partial results and rules per path. Each agent leaves its prompt in
+ * `out/<invocation>/prompt` and answers what the test wrote to `out/<pipeline>.json` beforehand;
+ * the `claude` agent is a stand-in for Claude Code that writes its result so far to
+ * `$RUN_DIR/result.partial.json` and then reports its turn limit, as the CLI does.
+ */
+export const REPO = "acme/widgets";
+export const CODEHOST_TOKEN = "ghs_reviewRulesIdentity0001";
+const MEMBER_TOKEN = "ghp_reviewRulesMember0001";
+const SECRET = "e2e-review-rules-secret";
+
+const AGENT = `#!/bin/sh
+d="$OUT/$(basename "$(dirname "$RUN_DIR")")"
+mkdir -p "$d"
+cat > "$d/prompt"
+cat "$OUT/$RESULT.json"
+`;
+
+const CLAUDE = `#!/bin/sh
+d="$OUT/$(basename "$(dirname "$RUN_DIR")")"
+mkdir -p "$d"
+cat > "$d/prompt"
+cp "$OUT/$RESULT.json" "$RUN_DIR/result.partial.json"
+echo '{"type":"system","subtype":"init","mcp_servers":[]}'
+echo '{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":3}'
+exit 1
+`;
+
+const REVIEW_OUTPUT = `result:
+  schema:
+    type: object
+    properties:
+      review: { $ref: svc://schemas/codehost/review/v1 }
+    required: [review]
+`;
+
+/** pipeline name → the pull_request action it runs on, its target and what else it sets */
+const PIPELINES: Record<string, { on: string; target: string; extra: string }> = {
+  rules: {
+    on: "pull_request.opened",
+    target: "agent",
+    extra: `review:
+  paths:
+    - { path: "db/**", instructions: "PIPELINE-DB-RULE: every migration must be reversible." }
+    - { path: "docs/**", instructions: "PIPELINE-DOCS-RULE: check the links." }
+    - { path: "**/*.snap", ignore: true }
+outputs:
+  review: { handler: codehost.review }
+`,
+  },
+  large: {
+    on: "pull_request.reopened",
+    target: "agent",
+    extra: `review:
+  max_changed_lines: 20000
+outputs:
+  review: { handler: codehost.review, sticky: true, progress: true }
+`,
+  },
+  // the same limit, counted from the mirror's diff (a comment's payload states none), asked for by a comment
+  command: {
+    on: "{ command: review }",
+    target: "agent",
+    extra: `review:
+  max_changed_lines: 5
+outputs:
+  review: { handler: codehost.review, sticky: true }
+`,
+  },
+  partial: {
+    on: "pull_request.edited",
+    target: "claude",
+    extra: `outputs:
+  review: { handler: codehost.review }
+`,
+  },
+};
+
+export interface ReviewBed {
+  github: FakeGitHub;
+  pool: pg.Pool;
+  out: string;
+  /** commits `files` in the work tree (a null text removes the file); the commit */
+  commit(files: Record<string, string | null>, message: string): string;
+  push(sha: string, ref: string): void;
+  git0(args: string[]): string;
+  /** what the agent of `pipeline` answers (for `partial`: its result so far) */
+  answer(pipeline: string, result: unknown): Promise<void>;
+  /** the pull request as `GET /repos/.../pulls/{n}` answers it (dispatch reads a comment's pull request) */
+  host(pull: { number: number; head: string; base: string }): void;
+  /** a member's comment on pull request `number`, made on the loopback GitHub and delivered; the trigger id */
+  comment(number: number, body: string): Promise<string>;
+  /** a signed pull_request delivery by a member; the trigger id */
+  deliver(
+    action: string,
+    pull: { number: number; head: string; base: string; additions?: number; deletions?: number },
+  ): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startReviewBed(adminDatabaseUrl: string): Promise<ReviewBed> {
+  const database: TestDatabase = await createTestDatabase(adminDatabaseUrl);
+  const git: GitHost = gitHost({ authorize: (token) => (token === CODEHOST_TOKEN ? true : "unknown") });
+  const pulls: Record<string, unknown>[] = [];
+  const github = await startFakeGitHub({
+    users: { [CODEHOST_TOKEN]: "svc-bot", [MEMBER_TOKEN]: "octo-member" },
+    git,
+    repos: { [REPO]: { repository: { full_name: REPO, private: true, default_branch: "main" }, pulls } },
+  });
+  const work = await mkdtemp(join(tmpdir(), "svc-e2e-review-work-"));
+  const out = await mkdtemp(join(tmpdir(), "svc-e2e-review-out-"));
+  const run = testGit(work);
+  run(["init", "--quiet", "--initial-branch=main", work]);
+  git.createRepo(REPO, { private: true });
+  writeFileSync(join(out, "claude"), CLAUDE, { mode: 0o755 });
+  const pipelines = Object.fromEntries(
+    Object.entries(PIPELINES).map(([name, p]) => [
+      `pipelines/${name}.yaml`,
+      `version: 1.0.0
+agent: bot
+trigger:
+  codehost: [${p.on}]
+authors: [owner, member, collaborator, contributor, first_time_contributor, none]
+targets: [${p.target}]
+env:
+  OUT: ${out}
+  RESULT: ${name}
+instructions: Review the pull request.
+${REVIEW_OUTPUT}${p.extra}`,
+    ]),
+  );
+  const dir = await writeConfigDir(
+    {
+      "daemon.yaml": `webhooks:
+  sources:
+    github: { verify: codehost, secret: "\${GITHUB_SECRET}" }
+targets:
+  agent: { runtime: command, command: ["./bin/agent"], timeout: 60s }
+  claude:
+    runtime: claude-code
+    model: claude-sonnet-4-5
+    bin: ${join(out, "claude")}
+    max_turns: 3
+    timeout: 60s
+    credentials: [{ name: main, secret: "\${CLAUDE_KEY}" }]
+ask:
+  targets: [agent]
+repos:
+  ${REPO}: {}
+codehost:
+  api_url: ${github.url}
+  token: "\${CODEHOST_TOKEN}"
+  bot_name: svc-bot
+`,
+      "agents/bot/PERSONA.md": "---\nname: bot\ndescription: Reviews.\n---\nYou review.\n",
+      "bin/agent": AGENT,
+      ...pipelines,
+    },
+    ["bin/agent"],
+  );
+  const env = {
+    SVC_CONFIG_DIR: dir,
+    SVC_DATABASE_URL: database.url,
+    GITHUB_SECRET: SECRET,
+    CODEHOST_TOKEN,
+    CLAUDE_KEY: "sk-ant-review-rules-0001",
+  };
+  const { role: ingress, url } = await startIngress(env);
+  let worker: RoleProcess;
+  try {
+    worker = await startWorkerProcess(env);
+  } catch (error) {
+    await ingress.stop();
+    throw error;
+  }
+  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  const post = async (event: string, payload: unknown) => {
+    const response = await postSignedDelivery(url, SECRET, event, payload);
+    if (response.status !== 202)
+      throw new Error(`the ingress answered ${response.status}: ${await response.text()}`);
+    return ((await response.json()) as { trigger: string }).trigger;
+  };
+  return {
+    github,
+    pool,
+    out,
+    host(pull) {
+      pulls.push({
+        number: pull.number,
+        state: "open",
+        head: { ref: "feature", sha: pull.head, repo: { full_name: REPO } },
+        base: { ref: "main", sha: pull.base, repo: { full_name: REPO } },
+      });
+    },
+    async comment(number, body) {
+      const made = await fetch(`${github.url}/repos/${REPO}/issues/${number}/comments`, {
+        method: "POST",
+        headers: { authorization: `token ${MEMBER_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ body }),
+      });
+      const posted = (await made.json()) as { id: number; user: { login: string } };
+      return post("issue_comment", {
+        ...COMMENT,
+        repository: { ...PR_PAYLOAD.repository, full_name: REPO },
+        issue: {
+          ...COMMENT.issue,
+          number,
+          pull_request: { url: `${github.url}/repos/${REPO}/pulls/${number}` },
+        },
+        comment: { ...COMMENT.comment, id: posted.id, body, user: posted.user, author_association: "MEMBER" },
+      });
+    },
+    git0: (args) => run(args, work),
+    commit(files, message) {
+      for (const [path, text] of Object.entries(files)) {
+        if (text === null) {
+          run(["rm", "--quiet", path], work);
+          continue;
+        }
+        mkdirSync(dirname(join(work, path)), { recursive: true });
+        writeFileSync(join(work, path), text);
+      }
+      run(["add", "--all"], work);
+      run(["commit", "--quiet", "-m", message], work);
+      return run(["rev-parse", "HEAD"], work);
+    },
+    push(sha, ref) {
+      run(["push", "--quiet", "--force", git.pathOf(REPO), `${sha}:${ref}`], work);
+    },
+    answer: (pipeline, result) => writeFile(join(out, `${pipeline}.json`), JSON.stringify(result)),
+    async deliver(action, pull) {
+      const [owner, name] = REPO.split("/");
+      const repository = { ...PR_PAYLOAD.repository, full_name: REPO, name, owner: { login: owner } };
+      const source = PR_PAYLOAD as unknown as { pull_request: Record<string, unknown> };
+      const payload = {
+        ...PR_PAYLOAD,
+        action,
+        number: pull.number,
+        repository,
+        pull_request: {
+          ...source.pull_request,
+          number: pull.number,
+          author_association: "MEMBER",
+          additions: pull.additions ?? 3,
+          deletions: pull.deletions ?? 1,
+          head: { ref: "feature", sha: pull.head, repo: { full_name: REPO } },
+          base: { ref: "main", sha: pull.base, repo: { full_name: REPO } },
+        },
+      };
+      return post("pull_request", payload);
+    },
+    async stop() {
+      await worker.stop();
+      await ingress.stop();
+      await pool.end();
+      await database.drop();
+      await github.close();
+      git.close();
+      for (const path of [dir, out, work]) await rm(path, { recursive: true, force: true });
+    },
+  };
+}
