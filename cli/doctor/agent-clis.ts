@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { AGENT_CLIS, pinnedVersion } from "../../shared/agent-clis/pins.ts";
 import { ConfigFile } from "../../shared/config/source.ts";
-import type { AgentCliTarget, ConfigProblem } from "../../shared/config/types.ts";
+import type { AgentCliTarget, ConfigProblem, ConfigSnapshot } from "../../shared/config/types.ts";
 import { findOnPath } from "../../shared/executables.ts";
 import type { CheckOutcome, DoctorCheck } from "./types.ts";
 
@@ -20,11 +20,20 @@ export const agentClisCheck: DoctorCheck = {
   async run(ctx): Promise<CheckOutcome> {
     const loaded = await ctx.config();
     if (!loaded.ok) return { status: "skipped", detail: "the configuration does not load", problems: [] };
-    const targets = Object.values(loaded.config.targets).filter(
+    const inImage = sandboxedOnly(loaded.config);
+    const all = Object.values(loaded.config.targets).filter(
       (target): target is AgentCliTarget => target.runtime === "claude-code" || target.runtime === "codex",
     );
-    if (targets.length === 0)
+    // a target only sandboxed pipelines run starts its CLI in their image (agent-in-image checks it)
+    const targets = all.filter((target) => !inImage.has(target.name));
+    if (all.length === 0)
       return { status: "skipped", detail: "no claude-code or codex target", problems: [] };
+    if (targets.length === 0)
+      return {
+        status: "skipped",
+        detail: `${all.map((target) => target.name).join(", ")} ${all.length === 1 ? "runs" : "run"} only in sandboxed pipelines' images (svc doctor --deep checks them there)`,
+        problems: [],
+      };
     const problems: ConfigProblem[] = [];
     const details: string[] = [];
     const seen = new Set<string>();
@@ -82,4 +91,22 @@ async function cliVersion(
       missing: `${path} of target ${target.name} does not run: ${(error as Error).message.split("\n")[0]}`,
     };
   }
+}
+
+/**
+ * The targets only sandboxed pipelines name (their targets and orchestrators'): nothing runs them
+ * on this host. A target `ask`, the knowledge rewrite or an unsandboxed pipeline names runs here.
+ */
+function sandboxedOnly(config: ConfigSnapshot): Set<string> {
+  const onHost = new Set([...config.ask.targets, ...config.knowledge.retrieval.rewrite.targets]);
+  const boxed = new Set<string>();
+  for (const pipeline of Object.values(config.pipelines)) {
+    const names = [
+      ...pipeline.targets,
+      ...(pipeline.orchestrator?.targets ?? []),
+      ...(pipeline.budget?.overBudget ?? []),
+    ];
+    for (const name of names) (pipeline.sandbox ? boxed : onHost).add(name);
+  }
+  return new Set([...boxed].filter((name) => !onHost.has(name)));
 }

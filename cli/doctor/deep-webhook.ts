@@ -109,7 +109,7 @@ export const webhookDeliveryCheck: DoctorCheck = {
       file.report(
         ["webhooks", "sources", sources[0]!],
         "webhook_delivery_failed",
-        `GitHub's last ${what} did not reach svc: ${last.status_code ? `HTTP ${last.status_code}` : "no answer"} (${last.status}) - ${failureFix(last.status_code, url, sources)}; then redeliver it ("Advanced" > "Recent Deliveries" on the App's settings page)`,
+        `GitHub's last ${what} did not reach svc: ${last.status_code ? `HTTP ${last.status_code}` : "no answer"} (${last.status}) - ${failureFix(last.status_code, url, sources, last.event)}; then redeliver it ("Advanced" > "Recent Deliveries" on the App's settings page)`,
       );
       return {
         status: "error",
@@ -160,10 +160,16 @@ function webhookUrl(config: ConfigSnapshot, source: string | undefined): string 
   return `${base}/webhooks/${source ?? "github"}`;
 }
 
-function failureFix(status: number, url: string, sources: string[]): string {
+function failureFix(status: number, url: string, sources: string[], event: string): string {
   const secret = sources.map((name) => `webhooks.sources.${name}`).join(" or ");
+  // the usual first run: GitHub pings an App the moment it is made, before the daemon's restart
+  // gave it the secret svc setup github stored
+  const first =
+    event === "ping"
+      ? "a ping sent when the App was created, before the daemon restarted with its secret, is refused so: redeliver it; if it is refused again, "
+      : "";
   if (status === 401)
-    return `svc refused its signature: the App's webhook secret is not the secret of ${secret} - set the same secret on both (the App's settings page, "Webhook secret"; svc setup webhook ${sources[0]} --secret-env <ENV_NAME>)`;
+    return `svc refused its signature: ${first}the App's webhook secret is not the secret of ${secret} - set the same secret on both (the App's settings page, "Webhook secret"; svc setup webhook ${sources[0]} --secret-env <ENV_NAME>)`;
   if (status === 404 || status === 405)
     return `the Webhook URL names no route of svc's: set it to ${url} (or <public_url>/events)`;
   if (status === 413)

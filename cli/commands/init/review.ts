@@ -224,7 +224,8 @@ function nextSteps({ variables, daemonWritten, repos, dirFlag, storedKey }: Step
   if (daemonWritten)
     steps.push([
       "Make svc's GitHub App with one button: set server.public_url in daemon.yaml to the address GitHub",
-      `     reaches (a reverse proxy before 127.0.0.1:7420), then svc setup github --force${dirArg}, install the App`,
+      `     reaches (a reverse proxy before 127.0.0.1:7420), make the key its secrets are sealed with once`,
+      `     (svc setup instance-key${dirArg}), then svc setup github --force${dirArg}, install the App`,
       `     on the repository, and svc daemon restart${dirArg}. Without an App: svc setup webhook github --secret-env`,
       "     GITHUB_WEBHOOK_SECRET prints the webhook to add by hand (events Pull requests and Issue comments).",
     ]);

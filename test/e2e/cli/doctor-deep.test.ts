@@ -320,6 +320,16 @@ sandboxes:
     expect(made[0]!.removed).toBe(true);
   });
 
+  it("a claude-code target only sandboxed pipelines run is looked for in their image, not on this host", async () => {
+    // no claude on this PATH: the pipeline's CLI runs in agent:default, which the deep checks prove
+    const { check } = await doctor(await configDir({}), { env: { PATH: process.env.PATH ?? "" } });
+    expect(check("agent-clis")).toMatchObject({
+      status: "skipped",
+      detail: "claude runs only in sandboxed pipelines' images (svc doctor --deep checks them there)",
+    });
+    expect(check("agent-in-image")?.status).toBe("ok");
+  });
+
   it("without --deep, none of it runs", async () => {
     const before = {
       github: github.requests.length,
@@ -413,7 +423,7 @@ sandboxes:
     const delivery = apps["svc-wrong-secret"]!.deliveries![0]!;
     expect(refused.check("webhook")).toMatchObject({ status: "error" });
     expect(refused.problems("webhook_delivery_failed").map((problem) => problem.message)).toEqual([
-      `daemon.yaml: GitHub's last ping delivery ${delivery.guid} of ${delivery.delivered_at} did not reach svc: HTTP 401 (Invalid HTTP Response: 401) - svc refused its signature: the App's webhook secret is not the secret of webhooks.sources.github - set the same secret on both (the App's settings page, "Webhook secret"; svc setup webhook github --secret-env <ENV_NAME>); then redeliver it ("Advanced" > "Recent Deliveries" on the App's settings page)`,
+      `daemon.yaml: GitHub's last ping delivery ${delivery.guid} of ${delivery.delivered_at} did not reach svc: HTTP 401 (Invalid HTTP Response: 401) - svc refused its signature: a ping sent when the App was created, before the daemon restarted with its secret, is refused so: redeliver it; if it is refused again, the App's webhook secret is not the secret of webhooks.sources.github - set the same secret on both (the App's settings page, "Webhook secret"; svc setup webhook github --secret-env <ENV_NAME>); then redeliver it ("Advanced" > "Recent Deliveries" on the App's settings page)`,
     ]);
 
     const lost = await doctor(await configDir({ appId: 4245 }));
