@@ -2,8 +2,8 @@
  * A reply in a review thread (GitHub's `pull_request_review_comment.created` whose comment has an
  * `in_reply_to_id`), as `trigger.codehost: [{ replies: true }]` answers it. svc's own replies are
  * none: they carry svc's stamp (`<!-- svc:…`) or come from a bot account, and answering them would
- * loop. Whether the thread is svc's own is asked of GitHub by the run (its first comment must be of
- * a review svc posted: db/output-deliveries.ts ownReviewIds), never read from the payload.
+ * loop. Whether the thread is svc's own is asked of GitHub by the run (worker/run/thread.ts: its first
+ * comment must be of a review svc posted, db/output-deliveries.ts ownReviewIds), never read from the payload.
  */
 export interface ThreadReply {
   /** the reply's id: the `in_reply_to` of the answer, which GitHub places in the same thread */

@@ -108,6 +108,10 @@ export interface ReviewComment {
   line?: number | null;
   pull_request_review_id: number | bigint | null;
   in_reply_to_id?: number;
+  start_line?: number | null;
+  original_line?: number | null;
+  diff_hunk?: string;
+  user?: { login?: string } | null;
 }
 
 type Posted = {
@@ -222,6 +226,24 @@ export class CodehostPublisher {
         page,
       }),
     );
+  }
+
+  /**
+   * One review comment (`GET /repos/{o}/{r}/pulls/comments/{comment_id}`), undefined when GitHub has
+   * none: a deleted comment's thread is no thread svc answers in.
+   */
+  async readReviewComment(ref: PullRef, commentId: number): Promise<ReviewComment | undefined> {
+    try {
+      const { data } = await this.#client.request("GET /repos/{owner}/{repo}/pulls/comments/{comment_id}", {
+        owner: ref.owner,
+        repo: ref.repo,
+        comment_id: commentId,
+      });
+      return data as ReviewComment;
+    } catch (error) {
+      if ((error as { status?: number }).status === 404) return undefined;
+      throw codehostFailure(error, this.#token);
+    }
   }
 
   async listFiles(ref: PullRef): Promise<{ filename: string; patch?: string }[]> {

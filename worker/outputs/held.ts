@@ -17,6 +17,7 @@ import {
   type PublishInput,
   pullRef,
   redactedResult,
+  replyTarget,
 } from "./publish.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import { footerLine, renderMentions, type Stamp, stampBody } from "./render.ts";
@@ -133,13 +134,16 @@ async function renderOne(
     case "codehost.review-comment-reply": {
       const reply = value as ReplyResult;
       const to = at(pullRef(input.event));
-      return { key, handler, to, inReplyTo: reply.in_reply_to, body: stampBody(reply.body, stamp, key) };
+      const inReplyTo = replyTarget(input.event, reply);
+      return { key, handler, to, inReplyTo, body: stampBody(reply.body, stamp, key) };
     }
     case "codehost.review-replies": {
       const { replies } = value as { replies: ReplyResult[] };
       const to = at(pullRef(input.event));
       const body = replies
-        .map((reply) => `in reply to ${reply.in_reply_to}:\n${stampBody(reply.body, stamp, key)}`)
+        .map(
+          (reply) => `in reply to ${replyTarget(input.event, reply)}:\n${stampBody(reply.body, stamp, key)}`,
+        )
         .join("\n\n");
       return { key, handler, to, body };
     }

@@ -8,6 +8,7 @@ import type {
   ReplyResult,
   ReviewResult,
 } from "../../shared/output-schemas.ts";
+import { readReply } from "../event/reply.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import { countDelivery } from "../metrics.ts";
 import { PublishError, type PublishFailure } from "./attempt.ts";
@@ -300,6 +301,19 @@ export function pullRef(event: ResolvedEvent, repo?: string, number?: number): P
   return ref;
 }
 
+/**
+ * A reply to a review comment. When the event is itself a reply in a review thread, the answer goes
+ * to that thread's first comment (GitHub takes replies to a thread's first comment only) whatever
+ * `in_reply_to` the result names: the model does not choose where svc writes.
+ */
+/**
+ * The comment a reply answers: on a reply event, the thread the event is about, whatever the result
+ * names (a model does not choose where svc writes); otherwise the result's `in_reply_to`.
+ */
+export function replyTarget(event: ResolvedEvent, reply: ReplyResult): number {
+  return readReply(event.eventName, event.payload)?.inReplyTo ?? reply.in_reply_to;
+}
+
 function replyWork(
   codehost: CodehostPublisher | GitlabPublisher,
   event: ResolvedEvent,
@@ -308,10 +322,11 @@ function replyWork(
   reply: ReplyResult,
 ): Omit<DeliveryWork, "invocationId" | "handler"> {
   const ref = pullRef(event);
+  const inReplyTo = replyTarget(event, reply);
   return {
     key,
     find: () => codehost.findReply(ref, stamp, key),
-    post: () => codehost.postReply(ref, reply.in_reply_to, stampBody(reply.body, stamp, key)),
+    post: () => codehost.postReply(ref, inReplyTo, stampBody(reply.body, stamp, key)),
   };
 }
 

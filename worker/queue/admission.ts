@@ -7,6 +7,7 @@ import { readCommand } from "../event/command.ts";
 import { type ChangedFiles, filteredMessage, filterPipelines, pullFacts } from "../event/filters.ts";
 import { gatePipelines } from "../event/gates.ts";
 import { codeUnchanged, matchPipelines } from "../event/match.ts";
+import { readReply } from "../event/reply.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import type { CommandReaction } from "../outputs/reactions.ts";
 
@@ -50,6 +51,7 @@ export async function admit(
     repo: event.context.repo,
     evalRun,
     codeUnchanged: codeUnchanged(event.eventName, event.payload),
+    reply: readReply(event.eventName, event.payload) !== null,
   };
   if (command) {
     const react = (content: CommandReaction["content"]) =>

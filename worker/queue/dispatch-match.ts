@@ -2,6 +2,7 @@ import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
 import type { EventContext } from "../event/context.ts";
 import { codeUnchanged, matchPipelines } from "../event/match.ts";
+import { readReply } from "../event/reply.ts";
 import { type ResolvedEvent, runIdentity } from "../event/resolve.ts";
 
 /** What a trigger fires, and why it fires nothing: read by dispatch before it creates a run. */
@@ -69,6 +70,7 @@ export function pipelinesFor(
     repo: event.context.repo,
     evalRun,
     codeUnchanged: codeUnchanged(event.eventName, event.payload),
+    reply: readReply(event.eventName, event.payload) !== null,
   });
   if (event.kind === "tracker" && event.context.agent)
     return pipelines.filter((pipeline) => pipeline.agent === event.context.agent);

@@ -20,6 +20,7 @@ import { type RunReview, reviewPrompt } from "./review-rules.ts";
 import { newAgentToken } from "./run-token.ts";
 import { type AgentContext, startRuntime, tokenRequest } from "./runtime.ts";
 import { stopped } from "./stopped.ts";
+import type { ReplyThread } from "./thread.ts";
 import type { RunEnd, RunState } from "./types.ts";
 import { restoreBaseInstructions } from "./workspace.ts";
 
@@ -39,9 +40,15 @@ export type AgentEnd =
 
 /**
  * The prompt the agent gets: pipeline, agent, skill, the event and the knowledge delivered into the
- * run, and, for an outsider's pull request, where its worktree's agent instructions come from.
+ * run, for an outsider's pull request where its worktree's agent instructions come from, and for a
+ * reply in svc's review thread the thread it answers.
  */
-export function agentPrompt(run: RunState, instructions?: BaseInstructions, review?: RunReview): Prompt {
+export function agentPrompt(
+  run: RunState,
+  instructions?: BaseInstructions,
+  review?: RunReview,
+  thread?: ReplyThread,
+): Prompt {
   const { pipeline } = run.input;
   const { agent, skill } = runIdentity(pipeline, run.event.context);
   const rules = review ? reviewPrompt(review) : undefined;
@@ -60,6 +67,7 @@ export function agentPrompt(run: RunState, instructions?: BaseInstructions, revi
     ...(pipeline.concurrency ? { previousSha: run.previousSha } : {}),
     ...(instructions ? { baseInstructions: instructions } : {}),
     ...(rules ? { review: rules } : {}),
+    ...(thread ? { thread } : {}),
     partialResult: takesPartial(pipeline),
   });
   // an orchestrator learns its guidance, its budgets and how to hand work to tasks
@@ -73,7 +81,11 @@ export function agentPrompt(run: RunState, instructions?: BaseInstructions, revi
  * gives the result. When every target is unavailable the run fails with `target_unavailable`, or
  * waits (released) when none has a usable credential at all.
  */
-export async function runAgentOnTargets(run: RunState, review?: RunReview): Promise<AgentEnd> {
+export async function runAgentOnTargets(
+  run: RunState,
+  review?: RunReview,
+  thread?: ReplyThread,
+): Promise<AgentEnd> {
   const { input } = run;
   for (const problem of review?.facts.repo?.problems ?? [])
     run.deps.logger.warn("the base commit's review rules have a problem; its bad rules are left out", {
@@ -82,7 +94,7 @@ export async function runAgentOnTargets(run: RunState, review?: RunReview): Prom
       message: problem,
     });
   // the setup steps have ended and the agent has not started: nothing of the run writes meanwhile
-  const prompt = agentPrompt(run, restoreBaseInstructions(input.paths), review);
+  const prompt = agentPrompt(run, restoreBaseInstructions(input.paths), review, thread);
   if (takesPartial(input.pipeline)) clearPartial(input.paths);
   const transcript = join(input.paths.logsDir, "transcript.log");
   // synchronously, as every small file of a run: one system call here, where the thread pool

@@ -4,30 +4,43 @@ import { isOwnEvent } from "../outputs/own-events.ts";
 import { noteBudgetWait } from "../outputs/progress.ts";
 import { budgetDecision, onOverBudgetTargets } from "./budget-periods.ts";
 import { type BreakerDeps, breakerHold, type GatedRun } from "./circuit-breaker.ts";
+import { type ReplyThread, replyThread } from "./thread.ts";
 import type { RunInput } from "./types.ts";
 
 /**
  * Asked before a run does anything: `wait` when the pipeline's circuit breaker was open at the
  * run's claim, or a period budget of daemon.yaml's `budgets` is spent (the run goes back to the
- * queue), `own_event` when the event was authored by the pipeline's own identity (the run completes
- * without an agent), null to go ahead. A spent budget with `{ target, when: over_budget }` targets
- * puts the run on those instead: `run.pipeline` is replaced for this attempt.
+ * queue); `own_event` when the event was authored by the pipeline's own identity, `foreign_thread`
+ * when it is a reply in a review thread svc did not open (thread.ts): the run completes without an
+ * agent. Else the run goes ahead, with the thread of the reply it answers. A spent budget with
+ * `{ target, when: over_budget }` targets puts the run on those instead: `run.pipeline` is replaced
+ * for this attempt.
  */
 export async function runGate(
   deps: BreakerDeps,
   run: GatedRun & Pick<RunInput, "workload" | "outputsHeld">,
   event: ResolvedEvent,
-): Promise<"wait" | "own_event" | null> {
+): Promise<"wait" | "own_event" | "foreign_thread" | { thread?: ReplyThread }> {
+  const fields = { pipeline: run.pipeline.name, invocation: run.invocationId };
   if (isOwnEvent(deps.config, run.pipeline, event)) {
     deps.logger.info("event authored by the pipeline's own identity: not answered", {
       event: "invocation.own_event",
-      pipeline: run.pipeline.name,
-      invocation: run.invocationId,
+      ...fields,
     });
     return "own_event";
   }
+  // read before the breaker and the budget: a reply svc will not answer need not wait for them
+  const thread = await replyThread(deps, run.pipeline, event);
+  if (thread === "foreign") {
+    deps.logger.info("a reply in a review thread svc did not open: not answered", {
+      event: "invocation.foreign_thread",
+      ...fields,
+    });
+    return "foreign_thread";
+  }
   if (breakerHold(deps, run)) return "wait";
-  return (await budgetHold(deps, run, event)) ? "wait" : null;
+  if (await budgetHold(deps, run, event)) return "wait";
+  return thread ? { thread } : {};
 }
 
 /** Whether a spent period budget holds the run; on over_budget targets it goes ahead there. */

@@ -19,6 +19,7 @@ import { ignoreRules, type RunReview, runReview, tooLarge } from "./review-rules
 import { openRunSecrets, redactorFor } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import { setupStepToken } from "./setup-token.ts";
+import type { ReplyThread } from "./thread.ts";
 import type { RunDeps, RunEnd, RunInput, RunState } from "./types.ts";
 import { emptyAgentDir } from "./workspace.ts";
 
@@ -30,10 +31,10 @@ import { emptyAgentDir } from "./workspace.ts";
 export async function runInvocation(deps: RunDeps, input: RunInput): Promise<RunEnd> {
   const event = withCommand(await eventOfRun(deps.records, input), deps.config, input.pipeline);
   // an open circuit breaker or a spent period budget holds the run; the pipeline's own events are
-  // not answered (docs/outputs.md)
+  // not answered, nor replies in review threads svc did not open (docs/outputs.md)
   const gate = await runGate(deps, input, event);
   if (gate === "wait") return { kind: "released", credentials: true };
-  if (gate === "own_event") return { kind: "completed", result: null };
+  if (gate === "own_event" || gate === "foreign_thread") return { kind: "completed", result: null };
   // sticky comments with `progress` say the run started; a failure there is logged, never the run's
   const { invocationId, workload, pipeline } = input;
   // a run whose outputs are held back writes nothing to the pull request, its progress included
@@ -80,7 +81,7 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   let end: RunEnd;
   try {
     try {
-      end = await runProcesses(run, review);
+      end = await runProcesses(run, review, gate.thread);
       // a container that never started ends the run with its own diagnostic, whatever the phase made of it
       const failure = engines.setup.failure() ?? engines.agent.failure();
       if (failure && end.kind === "failed") end = { kind: "failed", diagnostic: failure };
@@ -98,7 +99,11 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
 }
 
 /** The phases that start processes: setup steps, then the agent and what follows it. */
-async function runProcesses(run: RunState, review: RunReview | undefined): Promise<RunEnd> {
+async function runProcesses(
+  run: RunState,
+  review: RunReview | undefined,
+  thread?: ReplyThread,
+): Promise<RunEnd> {
   const { deps, input } = run;
   // retrieval (with a query rewrite, a model call) runs beside the setup steps, not before them,
   // from the moment the first step's process exists; only the agent needs what it delivers
@@ -139,7 +144,7 @@ async function runProcesses(run: RunState, review: RunReview | undefined): Promi
       await emptyAgentDir(input.paths);
       run.knowledge = await retrieve();
       run.knowledgeUnrecorded = run.knowledge.record;
-      end = await runAgentPhases(run, review);
+      end = await runAgentPhases(run, review, thread);
     }
   } catch (error) {
     // the run's own error is what its end reports: a record that could not be written with it is lost
@@ -158,12 +163,16 @@ async function recordKnowledgeLeft(run: RunState): Promise<void> {
 }
 
 /** The agent on the pipeline's targets, the result check, then the outputs (the surface is recorded after, by runInvocation). */
-async function runAgentPhases(run: RunState, review: RunReview | undefined): Promise<RunEnd> {
+async function runAgentPhases(
+  run: RunState,
+  review: RunReview | undefined,
+  thread?: ReplyThread,
+): Promise<RunEnd> {
   const { deps, input, event } = run;
   let result: unknown = null;
   if (input.pipeline.targets.length > 0) {
     // the agent's result is checked and recorded with its task's end (agent.ts)
-    const agent = await runAgentOnTargets(run, review);
+    const agent = await runAgentOnTargets(run, review, thread);
     if (agent.kind === "ended") return agent.end;
     if (agent.invalid) return { kind: "failed", diagnostic: { ...agent.invalid, target: agent.target } };
     // findings on ignored paths are dropped and counted; a result so far is marked incomplete

@@ -2,6 +2,7 @@ import type { ConfigSnapshot, Orchestrator, Pipeline } from "../../shared/config
 import { knowledgeSection } from "../../shared/knowledge/delivery.ts";
 import type { BaseInstructions } from "../checkout/instructions.ts";
 import type { RunKnowledge } from "./knowledge.ts";
+import type { ReplyThread } from "./thread.ts";
 
 export interface Prompt {
   /** persona, policies and skills: who the agent is and how it works */
@@ -29,6 +30,8 @@ export interface PromptInput {
   review?: ReviewPrompt;
   /** the agent may keep its result so far in `$RUN_DIR/result.partial.json` (worker/run/partial.ts) */
   partialResult?: boolean;
+  /** a reply in svc's review thread: the thread it answers (worker/run/thread.ts) */
+  thread?: ReplyThread;
 }
 
 /** The review rules an agent is given: only those whose glob matches a changed path. */
@@ -68,6 +71,7 @@ export function assemblePrompt(input: PromptInput): Prompt {
   user.push(
     `# Event\n\nname: ${input.event.name}\nsource: ${input.event.source}\n${commandLines(input.event.command)}\n\`\`\`json\n${JSON.stringify(input.event.payload ?? null, null, 2)}\n\`\`\``,
   );
+  if (input.thread) user.push(threadSection(input.thread));
   if (input.baseInstructions) user.push(instructionsSection(input.baseInstructions));
   const review = input.review ? reviewSection(input.review) : undefined;
   if (review) user.push(review);
@@ -89,6 +93,28 @@ function sinceSection(previousSha: string): string {
   return previousSha
     ? `# Since the last review\n\nThe last completed run of this concurrency group reviewed ${previousSha}, an ancestor of this head ($PREVIOUS_SHA): review only what changed since it (\`git diff ${previousSha} HEAD\`).`
     : "# Since the last review\n\nNo earlier completed run of this concurrency group reviewed an ancestor of this head ($PREVIOUS_SHA is empty): review everything.";
+}
+
+/**
+ * The review thread a reply is in: svc's finding where it stands, then each reply by its author. The
+ * event holds the one reply only; an answer that has not read the thread repeats what was said.
+ */
+function threadSection(thread: ReplyThread): string {
+  const lines =
+    thread.line === null
+      ? `line ${thread.originalLine ?? "?"} when written; those lines have changed since (outdated)`
+      : thread.startLine !== null && thread.startLine !== thread.line
+        ? `lines ${thread.startLine}-${thread.line}`
+        : `line ${thread.line}`;
+  const replies = thread.replies.map(
+    (reply) =>
+      `### @${reply.login ?? "unknown"} (comment ${reply.id}${reply.id === thread.answering ? ", the reply to answer" : ""})\n\n${reply.body.trim()}`,
+  );
+  return [
+    `# Review thread\n\nA reply in your review thread on \`${thread.path}\`, ${lines}. Your answer is posted in this thread.`,
+    `## Your finding (comment ${thread.finding.id})\n\n\`\`\`diff\n${thread.diffHunk}\n\`\`\`\n\n${thread.finding.body.trim()}`,
+    `## Replies, oldest first\n\n${replies.join("\n\n")}`,
+  ].join("\n\n");
 }
 
 /** Why the worktree's CLAUDE.md, AGENTS.md and the like are not the pull request's. */

@@ -9,7 +9,8 @@ import { answerGraphql, type FakeThread } from "./fake-github-graphql.ts";
  * `x-ratelimit-*` headers (a spent rate limit answers 403 "API rate limit exceeded" as GitHub does).
  * Issue comments can be edited (`PATCH .../issues/comments/{id}`); a review's inline comments become
  * review comments, listed with replies by `GET .../pulls/{n}/comments`, each opening a review thread
- * that the GraphQL endpoint lists and resolves; `pushFiles` changes a pull request's diff, and the
+ * that the GraphQL endpoint lists and resolves, each readable by id (`GET .../pulls/comments/{id}`);
+ * `reviewComment` adds one a person wrote on GitHub's page; `pushFiles` changes a pull request's diff, and the
  * comments whose lines changed become outdated (`line: null`), as on GitHub. Reactions can be
  * added to an issue comment the fake holds (`POST .../issues/comments/{id}/reactions`).
  */
@@ -41,6 +42,22 @@ export interface FakeGitHub {
   files: Map<string, { filename: string; status: string; patch?: string }[]>;
   /** `owner/repo` → login → permission (`admin`, `write`, `read`): GitHub's collaborators; others are none (404) */
   collaborators: Map<string, Map<string, string>>;
+  /**
+   * A review comment a person wrote on GitHub's page, as GitHub stores it (and sends it in a
+   * `pull_request_review_comment` delivery): a reply in the thread of `inReplyTo`, on its lines, or
+   * the first comment of a review of their own on `path` and `line`.
+   */
+  reviewComment(
+    pull: string,
+    comment: {
+      login: string;
+      body: string;
+      association: string;
+      inReplyTo?: number;
+      path?: string;
+      line?: number;
+    },
+  ): Posted;
   /** a push: the pull request's new diff; review comments whose line's text changed become outdated */
   pushFiles(thread: string, files: { filename: string; status: string; patch?: string }[]): void;
   /** the next POST to a path ending like this is stored, then answered 502 (the answer is lost) */
@@ -119,6 +136,25 @@ export async function startFakeGitHub(options: {
     return map.get(key)!;
   };
 
+  /** a review comment of `repo` by id, a thread's first or a reply, on any of its pull requests */
+  const reviewCommentOf = (repo: string, id: number) =>
+    [...state.reviewComments.entries(), ...state.replies.entries()]
+      .filter(([pull]) => pull.startsWith(`${repo}#`))
+      .flatMap(([, comments]) => comments)
+      .find((comment) => comment.id === id);
+  /** a reply stands on the lines of the comment it answers, as GitHub shows them on it */
+  const onLinesOf = (root: Posted | undefined) =>
+    root
+      ? {
+          path: root.path,
+          line: root.line,
+          original_line: root.original_line,
+          side: root.side,
+          commit_id: root.commit_id,
+          diff_hunk: root.diff_hunk,
+        }
+      : {};
+
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     // before anything reads the body: a git request's is a pack negotiation, not JSON
     if (options.git?.handle(req, res)) return;
@@ -181,7 +217,8 @@ export async function startFakeGitHub(options: {
         links.length ? { link: links.join(", ") } : {},
       );
     };
-    const user = { login, id: userIds.get(login) ?? 42, type: "Bot" };
+    // an App's installation acts as its `<slug>[bot]` account; a token's account is a user's
+    const user = { login, id: userIds.get(login) ?? 42, type: installation ? "Bot" : "User" };
     // the account a token acts as; an App's installation token is no user, and GitHub says so
     if (url.pathname === "/user" && req.method === "GET") {
       if (installation)
@@ -307,6 +344,19 @@ export async function startFakeGitHub(options: {
           status: "404",
         });
       return send(res, 200, pull);
+    }
+    // one review comment, a thread's first or a reply, as `GET .../pulls/comments/{comment_id}` answers it
+    const reviewRead = /^\/repos\/([^/]+)\/([^/]+)\/pulls\/comments\/(\d+)$/.exec(url.pathname);
+    if (reviewRead && req.method === "GET") {
+      const found = reviewCommentOf(`${reviewRead[1]}/${reviewRead[2]}`, Number(reviewRead[3]));
+      if (!found)
+        return send(res, 404, {
+          message: "Not Found",
+          documentation_url: `${DOCS}/pulls/comments#get-a-review-comment-for-a-pull-request`,
+          status: "404",
+        });
+      const { line_text: _, ...comment } = found;
+      return send(res, 200, comment);
     }
     const match =
       /^\/repos\/([^/]+)\/([^/]+)\/(issues|pulls)\/(\d+)\/(comments|reviews|files)(?:\/(\d+)\/replies)?$/.exec(
@@ -446,10 +496,13 @@ export async function startFakeGitHub(options: {
       const ids = stamp();
       const posted: Posted = {
         ...ids,
+        ...onLinesOf(reviewCommentOf(`${owner}/${repo}`, Number(replyTo))),
         body: text,
         user,
         in_reply_to_id: Number(replyTo),
         pull_request_review_id: nextId++,
+        // GitHub states how the author stands to the repository: a collaborator's, or nobody's
+        author_association: state.collaborators.get(`${owner}/${repo}`)?.has(login) ? "COLLABORATOR" : "NONE",
         html_url: `https://github.test/${owner}/${repo}/pull/${number}#discussion_r${ids.id}`,
       };
       list(state.replies, thread).push(posted);
@@ -470,6 +523,41 @@ export async function startFakeGitHub(options: {
     exchanges: apps.exchanges,
     loseAnswerOnce: (suffix) => lose.add(suffix),
     dropAnswerOnce: (method, suffix) => drop.add(`${method} ${suffix}`),
+    reviewComment: (pull, comment) => {
+      const [repo, number] = pull.split("#");
+      const id = nextId++;
+      const user = { login: comment.login, id: userIds.get(comment.login) ?? 42, type: "User" };
+      const root = comment.inReplyTo === undefined ? undefined : reviewCommentOf(repo!, comment.inReplyTo);
+      const file = state.files.get(pull)?.find((entry) => entry.filename === comment.path);
+      const posted: Posted = {
+        id,
+        node_id: `N_${id}`,
+        created_at: new Date().toISOString(),
+        ...(root
+          ? onLinesOf(root)
+          : { path: comment.path, line: comment.line, original_line: comment.line, side: "RIGHT" }),
+        ...(root ? { in_reply_to_id: root.id } : { diff_hunk: file?.patch ?? "" }),
+        body: comment.body,
+        user,
+        pull_request_review_id: nextId++,
+        author_association: comment.association,
+        html_url: `https://github.test/${repo}/pull/${number}#discussion_r${id}`,
+      };
+      if (root) list(state.replies, pull).push(posted);
+      else {
+        list(state.reviewComments, pull).push(posted);
+        const reviewIds = [posted.pull_request_review_id as number];
+        state.threads.push({
+          id: `PRRT_${id}`,
+          pull,
+          isResolved: false,
+          isOutdated: false,
+          reviewIds,
+          commentId: id,
+        });
+      }
+      return posted;
+    },
     pushFiles: (thread, files) => {
       state.files.set(thread, files);
       for (const comment of state.reviewComments.get(thread) ?? []) {
