@@ -169,6 +169,8 @@ describe("knowledge: the local engine with real qmd over the fixture corpus", { 
     // the same answers throughout: a new term's, and those of terms long forgotten
     expect((await asked(4_000)).passages).toEqual(first.passages);
     expect((await knowledge.search(question, { method: "bm25", topK: 10 })).passages).toEqual(first.passages);
-    expect(grownMiB).toBeLessThan(32);
+    // the leak this guards against grew 250 KB a search, over 600 MiB here; the rest is the
+    // allocator's and the collector's noise, which reached 32 MiB on a loaded CI machine
+    expect(grownMiB).toBeLessThan(64);
   });
 });
