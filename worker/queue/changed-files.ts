@@ -1,10 +1,9 @@
-import { GithubReadError, githubReader, pullRequestFiles } from "../../shared/codehost/github-reads.ts";
-import type { CodehostCredential } from "../../shared/config/types.ts";
+import { pullRequestFiles } from "../../shared/codehost/github-reads.ts";
 import { type ChangedFiles, filterPipelines, pullFacts } from "../event/filters.ts";
 import { codeUnchanged } from "../event/match.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
-import { identityToken } from "../outputs/tokens.ts";
 import { pipelinesFor } from "./dispatch-match.ts";
+import { failure, readerFor } from "./github-facts.ts";
 import type { AuthorDeps } from "./gitlab-author.ts";
 
 /**
@@ -36,35 +35,22 @@ export async function changedFilesFor(
   );
   if (needFiles.length === 0) return undefined;
   const repo = event.context.repo;
-  try {
-    const token = await tokenFor(deps, repo);
-    const apiUrl = deps.config.codehost?.apiUrl ?? "https://api.github.com";
-    return await pullRequestFiles(githubReader({ apiUrl, token }), repo, pull.number);
-  } catch (error) {
-    const why =
-      error instanceof GithubReadError
-        ? `GitHub answered ${error.status || "nothing"}: ${error.message}`
-        : (error as Error).message;
-    deps.logger.warn("a pull request's changed files could not be read: its paths filters hold it", {
-      event: "github.changed_files_unknown",
-      repo,
-      number: pull.number,
-      pipelines: needFiles.map((p) => p.name),
-      why,
-    });
-    return { unknown: why };
+  const reader = await readerFor(deps, repo);
+  let why: string;
+  if (typeof reader === "string") why = reader;
+  else {
+    try {
+      return await pullRequestFiles(reader.client, repo, pull.number);
+    } catch (error) {
+      why = failure(error);
+    }
   }
-}
-
-/** The default code-host identity's token for `repo`, as github-facts.ts reads with. */
-async function tokenFor(deps: AuthorDeps, repo: string): Promise<string> {
-  const codehost = deps.config.codehost;
-  const credential: CodehostCredential | undefined = codehost?.app
-    ? { app: codehost.app }
-    : codehost?.token
-      ? { token: codehost.token }
-      : undefined;
-  if (!credential) throw new Error("no codehost.token or codehost.app to ask GitHub's API with");
-  if (!/^[^/]+\/[^/]+$/.test(repo)) throw new Error("the payload names no owner/name repository");
-  return identityToken(credential, repo, deps.pool, deps.config);
+  deps.logger.warn("a pull request's changed files could not be read: its paths filters hold it", {
+    event: "github.changed_files_unknown",
+    repo,
+    number: pull.number,
+    pipelines: needFiles.map((p) => p.name),
+    why,
+  });
+  return { unknown: why };
 }

@@ -72,7 +72,8 @@ export async function withGithubFacts(
     : event;
 }
 
-async function readerFor(
+/** The default code-host identity's GitHub reader for `repo`, or why there is none. */
+export async function readerFor(
   deps: AuthorDeps,
   repo: string,
 ): Promise<{ client: ReturnType<typeof githubReader>; apiUrl: string } | string> {
@@ -94,7 +95,8 @@ async function readerFor(
   }
 }
 
-function failure(error: unknown): string {
+/** What a failed GitHub read says, for a log line or a diagnostic. */
+export function failure(error: unknown): string {
   return error instanceof GithubReadError
     ? `GitHub answered ${error.status || "nothing"}: ${error.message}`
     : (error as Error).message;
