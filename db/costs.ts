@@ -1,4 +1,5 @@
 import type { Queryable } from "./queryable.ts";
+import { REPO } from "./repo-runs.ts";
 
 /**
  * What runs cost, read from the agent tasks' `usage` (written from the worker gateway's ledger,
@@ -8,12 +9,10 @@ import type { Queryable } from "./queryable.ts";
  */
 
 /**
- * The run's repository and author, from its trigger's payload. The repository is read as
- * db/repo-runs.ts and worker/event/context.ts read it; the author as worker/event/authors.ts names
+ * The run's repository and author, from its trigger's payload. The repository is db/repo-runs.ts's
+ * expression (as worker/event/context.ts reads it); the author as worker/event/authors.ts names
  * who caused a GitHub event (`sender.login`, a push's `pusher.name`), or GitLab's `user.username`.
  */
-const REPO = `coalesce(t.payload #>> '{repository,full_name}', t.payload #>> '{project,path_with_namespace}',
-  t.payload ->> 'repo', t.payload #>> '{args,repo}')`;
 const AUTHOR = `coalesce(t.payload #>> '{sender,login}', t.payload #>> '{pusher,name}', t.payload #>> '{user,username}')`;
 
 export const COST_GROUPS = ["repo", "pipeline", "author"] as const;

@@ -8,7 +8,7 @@ import type { Queryable } from "./queryable.ts";
  * `pull_request.number`, `issue.number` of a comment on a pull request, or a GitLab merge
  * request's `iid` (its own event's `object_attributes`, a note's `merge_request`).
  */
-const REPO = `coalesce(t.payload #>> '{repository,full_name}', t.payload #>> '{project,path_with_namespace}',
+export const REPO = `coalesce(t.payload #>> '{repository,full_name}', t.payload #>> '{project,path_with_namespace}',
   t.payload ->> 'repo', t.payload #>> '{args,repo}')`;
 const PULL = `coalesce(t.payload #>> '{pull_request,number}',
   CASE WHEN t.payload #> '{issue,pull_request}' IS NOT NULL THEN t.payload #>> '{issue,number}' END,
