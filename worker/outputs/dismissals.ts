@@ -1,33 +1,34 @@
-import { dismissalsOf, judgedThreads, recordDismissal } from "../../db/notes.ts";
 import { associationOfPermission } from "../../shared/codehost/github-reads.ts";
 import type { CodehostPublisher, PullRef, ReviewComment } from "./codehost.ts";
-import { type Dismissed, fingerprintsIn, ruleKey, ruleOf } from "./findings.ts";
+import {
+  type DismissalCandidate,
+  dismissingWords,
+  memberCache,
+  recordDismissals,
+} from "./dismissal-notes.ts";
+import type { Dismissed } from "./findings.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import type { ReviewThread } from "./review-threads.ts";
 
 /**
- * Dismissed findings. A finding of svc's own review is dismissed when a member resolved its thread
- * while its lines did not change (not outdated: resolving after a fix is no dismissal), or answered
- * it "won't fix" / "false positive". Each such thread becomes a note of kind `dismissal` for the
- * repository, once (db/notes.ts recordDismissal), and later reviews drop the findings matching one:
- * the same fingerprint, or the same rule (first line) on the same path. A pull request's author
- * outside the team resolving svc's threads silences nothing: only a member's act counts, judged by
- * the repository permission GitHub states (write or admin), never by a comment's text.
+ * Dismissed findings on GitHub. A finding of svc's own review is dismissed when a member resolved
+ * its thread while its lines did not change (not outdated: resolving after a fix is no dismissal),
+ * answered it "won't fix" / "false positive", or gave its comment (the thread's first) a 👎
+ * reaction. Each such thread becomes a note of kind `dismissal` once (dismissal-notes.ts). A pull
+ * request's author outside the team silences nothing: only a member's act counts, judged by the
+ * repository permission GitHub states (write or admin; a reply by its `author_association`), never
+ * by a comment's text. Reactions are read last and only for svc's own threads not judged before:
+ * one request per such thread and review.
  */
-const DISMISSING_WORDS = /\b(won['’]?t fix|wontfix|false positive)\b/i;
 const MEMBER_ASSOCIATIONS = new Set(["OWNER", "MEMBER", "COLLABORATOR"]);
+const REACTIONS_PAGE = 100;
+const MAX_REACTION_PAGES = 5;
 
 type Listed = ReviewComment & { author_association?: string; user?: { login?: string } | null };
 
-interface Found {
-  thread: string;
-  root: Listed;
-  why: string;
-}
-
 /**
  * Records the dismissals svc's own threads on this pull request show, then returns every dismissal
- * of the repository, for planReview to drop. `resolved`: comment ids of svc's resolved threads.
+ * of the repository, for planReview to drop.
  */
 export async function dismissedFindings(
   deps: PublishDeps,
@@ -35,68 +36,88 @@ export async function dismissedFindings(
   ref: PullRef,
   seen: { threads: readonly ReviewThread[]; comments: readonly ReviewComment[]; own: ReadonlySet<string> },
 ): Promise<Dismissed> {
-  const repo = `${ref.owner}/${ref.repo}`;
   const byId = new Map(seen.comments.map((comment) => [String(comment.id), comment as Listed]));
-  const candidates = seen.threads.filter(
-    (thread) =>
-      thread.commentId !== null && thread.reviewId !== null && seen.own.has(String(thread.reviewId)),
-  );
-  const judged = await judgedThreads(
-    deps.pool,
-    candidates.map((thread) => thread.id),
-  );
-  const members = new Map<string, Promise<boolean>>();
-  const isMember = (login: string) => {
-    if (!members.has(login)) members.set(login, memberOf(deps, codehost, ref, login));
-    return members.get(login)!;
-  };
-  for (const thread of candidates) {
-    if (judged.has(thread.id)) continue;
+  const isMember = memberCache((login: string) => memberOf(deps, codehost, ref, login));
+  const candidates: DismissalCandidate[] = [];
+  for (const thread of seen.threads) {
+    if (thread.commentId === null || thread.reviewId === null || !seen.own.has(String(thread.reviewId)))
+      continue;
     const root = byId.get(String(thread.commentId));
     if (!root || root.in_reply_to_id) continue;
-    const found = await dismissalIn(thread, root, seen.comments as Listed[], isMember);
-    if (!found) continue;
-    const recorded = await recordDismissal(deps.pool, {
-      repo,
-      path: root.path,
-      fingerprint: fingerprintsIn(root.body)[0] ?? null,
-      rule: ruleOf(root.body),
+    candidates.push({
       thread: thread.id,
-      why: found.why,
-      pipeline: null,
-      invocationId: null,
+      path: root.path,
+      body: root.body,
+      judge: () => dismissalIn(deps, codehost, ref, { thread, root, comments: seen.comments, isMember }),
     });
-    if (recorded)
-      deps.logger.info("a finding was dismissed: later reviews drop it", {
-        event: "output.finding_dismissed",
-        repo,
-        path: root.path,
-        note: recorded.id,
-        why: found.why,
-      });
   }
-  const dismissals = await dismissalsOf(deps.pool, repo);
-  return {
-    fingerprints: new Set(dismissals.flatMap((entry) => (entry.fingerprint ? [entry.fingerprint] : []))),
-    rules: new Set(dismissals.map((entry) => ruleKey(entry.path, entry.rule))),
-  };
+  return recordDismissals(deps, `${ref.owner}/${ref.repo}`, candidates);
 }
 
 async function dismissalIn(
-  thread: ReviewThread,
-  root: Listed,
-  comments: readonly Listed[],
-  isMember: (login: string) => Promise<boolean>,
-): Promise<Found | undefined> {
+  deps: PublishDeps,
+  codehost: CodehostPublisher,
+  ref: PullRef,
+  seen: {
+    thread: ReviewThread;
+    root: Listed;
+    comments: readonly Listed[];
+    isMember: (login: string) => Promise<boolean>;
+  },
+): Promise<string | undefined> {
+  const { thread, root, isMember } = seen;
   if (thread.isResolved && !thread.isOutdated && thread.resolvedBy && (await isMember(thread.resolvedBy)))
-    return { thread: thread.id, root, why: `resolved without a change by @${thread.resolvedBy}` };
-  for (const reply of comments) {
+    return `resolved without a change by @${thread.resolvedBy}`;
+  for (const reply of seen.comments) {
     if (String(reply.in_reply_to_id ?? "") !== String(root.id)) continue;
-    const words = DISMISSING_WORDS.exec(reply.body ?? "");
+    const words = dismissingWords(reply.body);
     if (!words || !MEMBER_ASSOCIATIONS.has(String(reply.author_association ?? "").toUpperCase())) continue;
-    return { thread: thread.id, root, why: `answered "${words[1]}" by @${reply.user?.login ?? "a member"}` };
+    return `answered "${words}" by @${reply.user?.login ?? "a member"}`;
   }
+  for (const login of await thumbsDown(deps, codehost, ref, Number(root.id)))
+    if (await isMember(login)) return `thumbed down by @${login}`;
   return undefined;
+}
+
+/**
+ * Who gave svc's comment a 👎 (`GET …/pulls/comments/{id}/reactions?content=-1`). A comment gone
+ * (404) has none; a read GitHub refuses judges nothing now, and the thread is judged again on the
+ * next review.
+ */
+async function thumbsDown(
+  deps: PublishDeps,
+  codehost: CodehostPublisher,
+  ref: PullRef,
+  commentId: number,
+): Promise<string[]> {
+  const logins: string[] = [];
+  try {
+    for (let page = 1; page <= MAX_REACTION_PAGES; page += 1) {
+      const { data } = await codehost.client.request(
+        "GET /repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions",
+        {
+          owner: ref.owner,
+          repo: ref.repo,
+          comment_id: commentId,
+          content: "-1",
+          per_page: REACTIONS_PAGE,
+          page,
+        },
+      );
+      for (const reaction of data)
+        if (reaction.content === "-1" && reaction.user?.login) logins.push(reaction.user.login);
+      if (data.length < REACTIONS_PAGE) break;
+    }
+  } catch (error) {
+    const status = (error as { status?: unknown }).status;
+    if (status !== 404)
+      deps.logger.warn("could not read the reactions on svc's review comment: a 👎 on it is not judged", {
+        event: "output.dismissal_unjudged",
+        comment: commentId,
+        status: typeof status === "number" ? status : undefined,
+      });
+  }
+  return logins;
 }
 
 /** Whether GitHub gives `login` write or admin on the repository; an answer it cannot give is no. */
@@ -114,10 +135,10 @@ async function memberOf(
     const association = associationOfPermission(String((data as { permission?: unknown }).permission));
     return association === "owner" || association === "member";
   } catch (error) {
-    // not a collaborator (404), or GitHub could not say: the resolve dismisses nothing (fail closed)
+    // not a collaborator (404), or GitHub could not say: the act dismisses nothing (fail closed)
     const status = (error as { status?: unknown }).status;
     if (status !== 404)
-      deps.logger.warn("could not read a resolver's permission: the resolve dismisses nothing", {
+      deps.logger.warn("could not read a member's permission: their act dismisses nothing", {
         event: "output.dismissal_unjudged",
         login,
         status: typeof status === "number" ? status : undefined,

@@ -1,4 +1,4 @@
-import { GitlabApiError, type GitlabClient } from "../../shared/codehost/gitlab.ts";
+import { accessLevel, GitlabApiError, type GitlabClient } from "../../shared/codehost/gitlab.ts";
 import { PublishError, redact } from "./attempt.ts";
 import type { PullRef } from "./codehost.ts";
 import type { Remote } from "./delivery.ts";
@@ -34,6 +34,7 @@ export interface GitlabNote {
   author: { id: number; username?: string };
   resolvable?: boolean;
   resolved?: boolean;
+  resolved_by?: { id: number; username?: string } | null;
   system?: boolean;
   position?: {
     base_sha?: string;
@@ -221,6 +222,24 @@ export class GitlabPublisher {
       for (const note of discussion.notes)
         if (note.author.id === me.id && hasMarker(note.body, run, key)) return this.#remote(ref, note);
     return undefined;
+  }
+
+  /** The award emoji on a merge request's note (`GET …/notes/:note_id/award_emoji`). */
+  async noteAwards(
+    ref: PullRef,
+    noteId: number,
+  ): Promise<{ name: string; user: { id: number; username?: string } }[]> {
+    return this.#call(() =>
+      this.#client.MergeRequestNoteAwardEmojis.all(this.project(ref), ref.number, noteId, {
+        perPage: PAGE,
+        maxPages: MAX_PAGES,
+      }),
+    );
+  }
+
+  /** A user's access level on the project (inherited memberships included), undefined for none. */
+  async accessLevel(ref: PullRef, userId: number): Promise<number | undefined> {
+    return this.#call(() => accessLevel(this.#client, this.project(ref), userId));
   }
 
   /** Award emoji on a note (GitLab's reactions): `eyes`, `thumbsdown`. */

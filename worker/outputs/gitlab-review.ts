@@ -5,7 +5,9 @@ import { PublishError } from "./attempt.ts";
 import type { PullRef } from "./codehost.ts";
 import type { Remote } from "./delivery.ts";
 import { bodyWithMoved, diffMap, type InlineComment, placeComments } from "./diff-lines.ts";
-import { bodyWithRepeated, dropRepeated, fingerprint, fingerprintsIn, hunkContext } from "./findings.ts";
+import { bodyWithRepeated, dropRepeated, fingerprintsIn, NONE_DISMISSED } from "./findings.ts";
+import { gitlabDismissed } from "./gitlab-dismissals.ts";
+import { findingOf, standingPrint } from "./gitlab-findings.ts";
 import type { GitlabDiscussion, GitlabPublisher, NotePosition } from "./gitlab-publisher.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import { marker, type Stamp, stampBody } from "./render.ts";
@@ -17,8 +19,8 @@ import { stickyBody, writeSticky } from "./sticky.ts";
  * discussion each, positioned on the merge request's `diff_refs`, then the verdict (an approval
  * where the token may give one), then one summary note (the sticky note with `sticky`). A finding
  * outside the diff, or one whose position GitLab refuses (400), is folded into the summary: a
- * review is never lost to one line. Fingerprints and `resolve_outdated` work on svc's own
- * discussions (their first note's author is svc's user).
+ * review is never lost to one line. Fingerprints, `resolve_outdated` and dismissed findings
+ * (gitlab-dismissals.ts) work on svc's own discussions (their first note's author is svc's user).
  */
 export async function gitlabReviewWork(
   deps: PublishDeps,
@@ -36,7 +38,12 @@ export async function gitlabReviewWork(
   const patches = new Map(files.map((file) => [file.filename, file.patch]));
   const { standing, outdated } = ownFindings(discussions, me?.id, patches);
   if (binding.resolveOutdated) await resolveAll(deps, gitlab, ref, key, outdated);
-  const { fresh, repeated } = dropRepeated(files, inline, standing);
+  // svc's discussions say which of its findings a member dismissed (gitlab-dismissals.ts)
+  const dismissed =
+    inline.length > 0 && me
+      ? await gitlabDismissed(deps, gitlab, ref, { discussions, self: me.id, patches })
+      : NONE_DISMISSED;
+  const { fresh, repeated, dismissed: dropped } = dropRepeated(files, inline, standing, dismissed);
   const refused: InlineComment[] = [];
   let verdict = "";
   const works: Work[] = [];
@@ -71,7 +78,7 @@ export async function gitlabReviewWork(
     });
   }
   const text = () => {
-    const body = bodyWithRepeated(bodyWithMoved(review.body, [...moved, ...refused]), repeated);
+    const body = bodyWithRepeated(bodyWithMoved(review.body, [...moved, ...refused]), repeated, dropped);
     const said = review.event === "REQUEST_CHANGES" ? "Verdict: changes requested" : verdict;
     return said ? `${body.trimEnd()}\n\n${said}` : body;
   };
@@ -94,28 +101,6 @@ export async function gitlabReviewWork(
   return works;
 }
 
-const RANGE = /<!-- svc:range:(\d+) -->/;
-
-/** The finding an own discussion's first note states, as dropRepeated fingerprinted it. */
-function findingOf(discussion: GitlabDiscussion): InlineComment | undefined {
-  const note = discussion.notes[0];
-  const position = note?.position;
-  if (!note || !position) return undefined;
-  const right = position.new_line != null;
-  const line = right ? position.new_line : position.old_line;
-  const path = right ? position.new_path : position.old_path;
-  if (typeof line !== "number" || !path) return undefined;
-  const start = RANGE.exec(note.body)?.[1];
-  return {
-    path,
-    line,
-    side: right ? "RIGHT" : "LEFT",
-    ...(start ? { start_line: Number(start) } : {}),
-    // the finding's own text, without the lines it spans that postFindings put before it
-    body: start ? note.body.replace(/^Lines \d+-\d+: /, "") : note.body,
-  };
-}
-
 /**
  * svc's own open findings: standing where the diff still shows the text they were made on at
  * their lines (their fingerprint recomputed on today's diff matches the one they carry), outdated
@@ -132,10 +117,9 @@ function ownFindings(
     const first = discussion.notes[0];
     if (self === undefined || !first || first.author.id !== self || first.resolved) continue;
     const finding = findingOf(discussion);
-    const prints = fingerprintsIn(first.body);
-    if (!finding || prints.length === 0) continue;
-    const now = fingerprint(finding, hunkContext(patches.get(finding.path), finding));
-    if (prints.includes(now)) standing.add(now);
+    if (!finding || fingerprintsIn(first.body).length === 0) continue;
+    const now = standingPrint(discussion, finding, patches);
+    if (now) standing.add(now);
     else outdated.push(discussion);
   }
   return { standing, outdated };

@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { type Exchange, type FakeAppSpec, fakeAppHost } from "./fake-github-app.ts";
+import { answerCompare } from "./fake-github-compare.ts";
 import { answerGraphql, type FakeThread } from "./fake-github-graphql.ts";
+import { answerReviewReactions, type FakeReaction } from "./fake-github-reactions.ts";
 
 /**
  * A fake GitHub REST API on loopback, answering like api.github.com for the routes svc publishes
@@ -12,7 +14,8 @@ import { answerGraphql, type FakeThread } from "./fake-github-graphql.ts";
  * that the GraphQL endpoint lists and resolves, each readable by id (`GET .../pulls/comments/{id}`);
  * `reviewComment` adds one a person wrote on GitHub's page; `pushFiles` changes a pull request's diff, and the
  * comments whose lines changed become outdated (`line: null`), as on GitHub. Reactions can be
- * added to an issue comment the fake holds (`POST .../issues/comments/{id}/reactions`).
+ * added to an issue comment the fake holds (`POST .../issues/comments/{id}/reactions`), and listed,
+ * added and removed on a review comment (`.../pulls/comments/{id}/reactions`, fake-github-reactions.ts).
  */
 export interface Recorded {
   method: string;
@@ -39,6 +42,8 @@ export interface FakeGitHub {
   threads: FakeThread[];
   /** reactions on issue comments: comment id → the reactions posted to it, with who posted them */
   reactions: Map<number, { content: string; user: string }[]>;
+  /** reactions on review comments: comment id → GitHub's reaction objects, oldest first */
+  reviewReactions: Map<number, FakeReaction[]>;
   files: Map<string, { filename: string; status: string; patch?: string }[]>;
   /** `owner/repo` → login → permission (`admin`, `write`, `read`): GitHub's collaborators; others are none (404) */
   collaborators: Map<string, Map<string, string>>;
@@ -110,7 +115,7 @@ export async function startFakeGitHub(options: {
   /** App mode (fake-github-app.ts): Apps known by public key, acting through installation tokens */
   apps?: FakeAppSpec[];
   /** git over smart HTTP on the same origin, as github.com serves it (test/support/git-smart-http.ts) */
-  git?: { handle(req: IncomingMessage, res: ServerResponse): boolean };
+  git?: { handle(req: IncomingMessage, res: ServerResponse): boolean; pathOf?(fullName: string): string };
 }): Promise<FakeGitHub> {
   const apps = fakeAppHost(options.apps ?? []);
   let nextId = 1000;
@@ -126,6 +131,7 @@ export async function startFakeGitHub(options: {
     reviewComments: new Map<string, Posted[]>(),
     threads: [] as FakeThread[],
     reactions: new Map<number, { content: string; user: string }[]>(),
+    reviewReactions: new Map<number, FakeReaction[]>(),
     files: new Map<string, { filename: string; status: string; patch?: string }[]>(),
     collaborators: new Map<string, Map<string, string>>(),
   };
@@ -239,6 +245,18 @@ export async function startFakeGitHub(options: {
       res.socket?.destroy();
       return true;
     };
+    // two commits compared, from the repository git serves (fake-github-compare.ts)
+    const compare = /^\/repos\/([^/]+)\/([^/]+)\/compare\/([0-9a-f]{7,40})\.\.\.([0-9a-f]{7,40})$/.exec(
+      url.pathname,
+    );
+    if (compare && req.method === "GET" && options.git?.pathOf) {
+      const answer = answerCompare(
+        options.git.pathOf(`${compare[1]}/${compare[2]}`),
+        compare[3]!,
+        compare[4]!,
+      );
+      return send(res, answer.status, answer.body);
+    }
     if (url.pathname === "/graphql" && req.method === "POST") {
       const pulls = new Set([...state.files.keys(), ...state.reviewComments.keys()]);
       const answer = answerGraphql(state.threads, pulls, body, login);
@@ -283,6 +301,18 @@ export async function startFakeGitHub(options: {
       // GitHub answers 200 when this user already reacted so, 201 when the reaction is new
       return send(res, again ? 200 : 201, made);
     }
+    const reviewReactions = {
+      method: req.method ?? "GET",
+      url,
+      body,
+      user,
+      exists: (repo: string, id: number) => reviewCommentOf(repo, id) !== undefined,
+      sendPage,
+      send: (status: number, answer: unknown) =>
+        status === 204 ? res.writeHead(204).end() : send(res, status, answer),
+      nextId: () => nextId++,
+    };
+    if (answerReviewReactions(state.reviewReactions, reviewReactions, base)) return;
     const edit = /^\/repos\/([^/]+)\/([^/]+)\/issues\/comments\/(\d+)$/.exec(url.pathname);
     if (edit) {
       const found = [...state.comments.entries()]
