@@ -28,7 +28,7 @@ export interface VersionTargetStats {
 
 const FINISHED = "i.status IN ('completed', 'failed') AND i.finished_at IS NOT NULL";
 // float8: extract() answers numeric, which node-postgres hands over as a string
-const DURATION_MS = "(extract(epoch FROM i.finished_at - i.started_at) * 1000)::float8";
+export const DURATION_MS = "(extract(epoch FROM i.finished_at - i.started_at) * 1000)::float8";
 
 /** Whether any run or curated case names the pipeline (one removed from the configuration keeps them). */
 export async function pipelineHasRecords(db: Queryable, pipeline: string): Promise<boolean> {

@@ -1,7 +1,10 @@
 import type { EvalCase } from "../../db/eval-cases.ts";
 import type { DailyRate } from "../../db/eval-stats.ts";
-import type { Comparison, Rate } from "../evals/compare.ts";
+import type { Comparison } from "../evals/compare.ts";
+import type { ShadowComparison } from "../evals/shadow-compare.ts";
 import { completedRateChart } from "./evals-chart.ts";
+import { ms, pValue, rateCell, verdict } from "./evals-page-cells.ts";
+import { shadowSection } from "./evals-shadow.ts";
 import { html, type SafeHtml } from "./html.ts";
 import { page } from "./layout.ts";
 
@@ -11,20 +14,12 @@ export interface EvalsView {
   a: string;
   b: string;
   comparison?: Comparison;
+  /** the live version against its shadow candidate, for a pipeline with a shadow version or shadow runs */
+  shadow?: ShadowComparison;
   days: DailyRate[];
   cases: EvalCase[];
   error?: string;
 }
-
-function rateCell(rate: Rate): SafeHtml | string {
-  if (rate.rate === null || !rate.interval) return "—";
-  const pct = (value: number) => (value * 100).toFixed(1);
-  return html`${pct(rate.rate)}% <span class="muted">[${pct(rate.interval.low)}–${pct(rate.interval.high)}] ${rate.count}/${rate.n}</span>`;
-}
-
-const pValue = (p: number | null) => (p === null ? "—" : p < 0.0001 ? p.toExponential(2) : p.toFixed(4));
-const verdict = (significant: boolean | null) => (significant === null ? "—" : significant ? "yes" : "no");
-const ms = (value: number | null) => (value === null ? "—" : `${Math.round(value)} ms`);
 
 function comparisonTable(comparison: Comparison): SafeHtml {
   const d = comparison.duration;
@@ -36,7 +31,7 @@ function comparisonTable(comparison: Comparison): SafeHtml {
 <p class="${comparison.tooSmall ? "error" : "verdict"}" role="status">${comparison.verdict}</p>`;
 }
 
-/** The comparison of two cohorts as a table, the completed rate per version over time, and the curated cases. */
+/** The comparison of two cohorts as a table, the shadow version beside the live one, the completed rate per version over time, and the curated cases. */
 export function evalsPage(view: EvalsView): string {
   const body = html`<h1>Evals</h1>
 <form class="filters" method="get" action="/ui/evals">
@@ -50,6 +45,7 @@ export function evalsPage(view: EvalsView): string {
 <p class="muted">A cohort is <code>version:&lt;v&gt;</code>, <code>target:&lt;name&gt;</code>, <code>dates:&lt;from&gt;..&lt;to&gt;</code>, <code>run:evr_…</code>, <code>original:evr_…</code> or <code>cases[:&lt;tag&gt;]</code>.</p>
 ${view.error ? html`<p class="error" role="alert">${view.error}</p>` : ""}
 ${view.comparison ? comparisonTable(view.comparison) : ""}
+${view.shadow ? shadowSection(view.shadow) : ""}
 <h2>Completed rate per version, last 30 days</h2>
 ${completedRateChart(view.days)}
 <h2>Curated cases</h2>

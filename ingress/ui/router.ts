@@ -16,6 +16,7 @@ import { createAccessControl } from "../auth/middleware.ts";
 import { allows } from "../auth/principal.ts";
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from "../errors.ts";
 import { compareCohorts, parseCohort } from "../evals/compare.ts";
+import { shadowComparisonOf } from "../evals/shadow-compare.ts";
 import { costsPage } from "./costs-page.ts";
 import { readDeliveries } from "./deliveries.ts";
 import { type EvalsView, evalsPage } from "./evals-page.ts";
@@ -217,8 +218,9 @@ async function renderTriggers(pool: pg.Pool, req: Request): Promise<{ status?: n
 }
 
 /**
- * The comparison of cohorts `a` and `b` (by default the pipeline's two latest versions), the
- * completed rate per version over the last CHART_DAYS days, and the pipeline's curated cases.
+ * The comparison of cohorts `a` and `b` (by default the pipeline's two latest versions), its live
+ * version against its shadow candidate (when it has one, or shadow runs), the completed rate per
+ * version over the last CHART_DAYS days, and the pipeline's curated cases.
  */
 async function renderEvals(deps: UiDependencies, req: Request): Promise<{ status?: number; html: string }> {
   const text = (name: string) =>
@@ -243,6 +245,12 @@ async function renderEvals(deps: UiDependencies, req: Request): Promise<{ status
     since: new Date(Date.now() - CHART_DAYS * 86_400_000),
   });
   view.cases = await listEvalCases(deps.pool, { pipeline, limit: 50 });
+  const configured = deps.config.pipelines[pipeline];
+  const shadow = await shadowComparisonOf(deps.pool, pipeline, {
+    live: configured?.version ?? null,
+    candidate: configured?.shadow?.candidate?.version ?? null,
+  });
+  if (configured?.shadow || shadow.live.runs > 0) view.shadow = shadow;
   if (!view.a && !view.b) return { html: evalsPage(view) };
   const a = parseCohort("a", view.a);
   const b = parseCohort("b", view.b);

@@ -10,6 +10,7 @@ import type {
 } from "../../shared/output-schemas.ts";
 import { PublishError } from "./attempt.ts";
 import { CodehostPublisher } from "./codehost.ts";
+import { recordReviewFindings } from "./finding-fates.ts";
 import {
   codehostPublisher,
   commentTarget,
@@ -121,6 +122,12 @@ async function renderOne(
           ? await planReview(deps, codehost, ref, binding, review)
           : { text: review.body, fresh: review.comments ?? [] };
       const body = binding.sticky ? stickyBody(plan.text, stamp, key) : stampBody(plan.text, stamp, key);
+      // a shadow run's would-be findings, judged later by the live findings on the same lines
+      await recordReviewFindings(
+        deps,
+        { invocationId: input.invocationId, ref, key, reviewId: null },
+        plan.fresh,
+      );
       return {
         key,
         handler,

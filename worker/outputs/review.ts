@@ -5,9 +5,10 @@ import { isIgnored, type PathRule } from "../../shared/review/path-rules.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import { PublishError } from "./attempt.ts";
 import type { CodehostPublisher, PullRef, ReviewComment } from "./codehost.ts";
-import type { DeliveryWork } from "./delivery.ts";
+import type { DeliveryWork, Remote } from "./delivery.ts";
 import { bodyWithMoved, diffMap, type InlineComment, placeComments } from "./diff-lines.ts";
 import { dismissedFindings } from "./dismissals.ts";
+import { judgeFates, recordReviewFindings } from "./finding-fates.ts";
 import { bodyWithRepeated, dropRepeated, NONE_DISMISSED, standingFingerprints } from "./findings.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import { type Stamp, stampBody } from "./render.ts";
@@ -65,6 +66,8 @@ export async function planReview(
   const dismissed = inline.length
     ? await dismissedFindings(deps, codehost, ref, { threads, comments: existing, own })
     : NONE_DISMISSED;
+  // what people did with svc's earlier findings here, for `svc eval compare --shadow`
+  if (threads.length) await judgeFates(deps, ref, { threads, comments: existing, own });
   const resolved = new Set(
     threads.flatMap((t) => (t.isResolved && t.commentId ? [String(t.commentId)] : [])),
   );
@@ -109,9 +112,23 @@ export async function reviewWork(
       });
     });
   }
+  // the findings are recorded with the review they went out in, posted now or adopted after a lost answer
+  const recorded = async (remote: Remote) => {
+    await recordReviewFindings(
+      deps,
+      { invocationId: stamp.invocation, ref, key, reviewId: remote.id },
+      fresh,
+    );
+    return remote;
+  };
   const post = (body: string) => () =>
-    codehost.postReview(ref, { commitId: event.context.sha, event: review.event, body, comments: fresh });
-  const find = () => codehost.findReview(ref, stamp, key);
+    codehost
+      .postReview(ref, { commitId: event.context.sha, event: review.event, body, comments: fresh })
+      .then(recorded);
+  const find = async () => {
+    const found = await codehost.findReview(ref, stamp, key);
+    return found && recorded(found);
+  };
   if (!binding.sticky) return { review: () => ({ key, find, post: post(stampBody(text, stamp, key)) }) };
   const sha = event.context.sha || null;
   const write = { pipeline: stamp.pipeline, ref, key, invocation: stamp.invocation, seal: stamp.seal, sha };

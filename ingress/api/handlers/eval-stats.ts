@@ -6,6 +6,7 @@ import {
   type VersionTargetStats,
 } from "../../../db/eval-stats.ts";
 import { compareCohorts, outcomeOf, parseCohort, rate } from "../../evals/compare.ts";
+import { shadowComparisonOf } from "../../evals/shadow-compare.ts";
 import { ok } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { querySince, queryString } from "../input.ts";
@@ -90,9 +91,12 @@ function agreement(runs: Awaited<ReturnType<typeof readCohort>>) {
 
 /**
  * `GET /evals/compare?pipeline=…&a=…&b=…`: cohort b against cohort a (see ingress/evals/compare.ts
- * for the cohort forms, the tests and when the answer is "too small to conclude").
+ * for the cohort forms, the tests and when the answer is "too small to conclude"); with
+ * `shadow=<pipeline>` instead, its live version against its shadow candidate (shadow-compare.ts).
  */
 export async function compareEvalsRoute(ctx: RouteContext): Promise<Reply> {
+  const shadow = queryString(ctx.req, "shadow");
+  if (shadow !== undefined) return compareShadowRoute(ctx, shadow);
   const pipeline = await pipelineParam(ctx);
   const cohorts = (["a", "b"] as const).map((name) => {
     const text = queryString(ctx.req, name);
@@ -106,4 +110,29 @@ export async function compareEvalsRoute(ctx: RouteContext): Promise<Reply> {
     pipeline,
     ...compareCohorts({ a: cohorts[0]!.text, b: cohorts[1]!.text }, a!, b!),
   });
+}
+
+async function compareShadowRoute(ctx: RouteContext, name: string): Promise<Reply> {
+  const cohorts = ["a", "b"].filter((param) => queryString(ctx.req, param) !== undefined);
+  if (cohorts.length)
+    throw badRequest(
+      `"shadow" compares a pipeline's live version with its shadow candidate and cannot be combined with ${cohorts.map((c) => `"${c}"`).join(" and ")}: leave out "shadow" to compare two cohorts, or "a" and "b"`,
+    );
+  const named = queryString(ctx.req, "pipeline");
+  if (named !== undefined && named !== name)
+    throw badRequest(
+      `"shadow" names the pipeline (${name}); "pipeline" names another (${named}): leave one out`,
+    );
+  if (!name) throw badRequest(`query parameter "shadow" must name a pipeline with a shadow version`);
+  const configured = ctx.deps.config.pipelines[name];
+  if (!configured && !(await pipelineHasRecords(ctx.deps.pool, name))) throw notFound("pipeline");
+  const comparison = await shadowComparisonOf(ctx.deps.pool, name, {
+    live: configured?.version ?? null,
+    candidate: configured?.shadow?.candidate?.version ?? null,
+  });
+  if (comparison.live.runs === 0 && !configured?.shadow)
+    throw badRequest(
+      `pipeline ${name} has no shadow version and no shadow runs: give it \`shadow: { version_file: … }\` (or run \`svc pipeline shadow ${name} <file>\`) and compare once it has run`,
+    );
+  return ok(comparison);
 }

@@ -62,12 +62,14 @@ export const EVAL_ROUTES: readonly RouteSpec[] = [
     path: "/evals/compare",
     scope: "evals:write",
     summary:
-      "cohort b against a: rates with 95% Wilson intervals and Fisher/chi-square p, p50 durations with Mann-Whitney U p; says when too small",
+      "cohort b against a: rates with 95% Wilson intervals and Fisher/chi-square p, p50 durations with Mann-Whitney U p; says when too small. `shadow=<pipeline>`: its live version against its shadow candidate, judged by what people did with their findings",
     handler: compareEvalsRoute,
     query: {
       pipeline: "a pipeline name (required)",
       a: "a cohort: version:<v>, target:<name>, dates:<from>..<to>, run:evr_…, original:evr_… or cases[:<tag>]",
       b: "a cohort, as a",
+      shadow:
+        "a pipeline with a shadow version: compares its live version with the candidate instead of two cohorts (not with a or b)",
     },
   },
   {
