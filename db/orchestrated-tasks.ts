@@ -109,7 +109,8 @@ export async function promoteTasks(
   maxParallel: number,
 ): Promise<string[]> {
   await lockRun(db, invocationId);
-  const { rows } = await db.query<{ id: string; target: string | null }>(
+  // a shadow run's tasks wait on the shadow lanes as it did (shared/queues.ts laneQueue)
+  const { rows } = await db.query<{ id: string; target: string | null; shadow: boolean }>(
     `UPDATE svc.tasks SET status = 'queued'
       WHERE id IN (
         SELECT id FROM svc.tasks
@@ -117,12 +118,12 @@ export async function promoteTasks(
          ORDER BY seq
          LIMIT greatest(0, $2 - (SELECT count(*) FROM svc.tasks
                                   WHERE invocation_id = $1 AND spec IS NOT NULL AND status IN ('queued', 'running'))))
-      RETURNING id, target`,
+      RETURNING id, target, (SELECT i.shadow FROM svc.invocations i WHERE i.id = $1) AS shadow`,
     [invocationId, maxParallel],
   );
   const lanes = new Map<string, TaskJob[]>();
   for (const row of rows) {
-    const lane = laneQueue(row.target);
+    const lane = laneQueue(row.target, row.shadow === true);
     lanes.set(lane, [...(lanes.get(lane) ?? []), { invocationId, taskId: row.id }]);
   }
   for (const [lane, jobs] of lanes)
@@ -240,6 +241,14 @@ export async function heartbeatOrchestratedTask(
   return (rowCount ?? 0) > 0;
 }
 
+/** The run's tasks created without a parent (svc's path groups, worker/run/review-split.ts) go under its orchestrator's agent task. */
+export async function adoptOrphanTasks(db: Queryable, invocationId: string, parentId: string): Promise<void> {
+  await db.query(
+    "UPDATE svc.tasks SET parent_id = $2 WHERE invocation_id = $1 AND spec IS NOT NULL AND parent_id IS NULL",
+    [invocationId, parentId],
+  );
+}
+
 export async function setTaskTarget(db: Queryable, id: string, target: string): Promise<void> {
   await db.query("UPDATE svc.tasks SET target = $2 WHERE id = $1", [id, target]);
 }
@@ -289,9 +298,11 @@ export async function lockStaleTasks(
   db: Queryable,
   staleAfterMs: number,
   limit = 100,
-): Promise<{ id: string; invocationId: string; attempts: number; target: string | null }[]> {
+): Promise<{ id: string; invocationId: string; attempts: number; target: string | null; shadow: boolean }[]> {
   const { rows } = await db.query(
-    `SELECT id, invocation_id AS "invocationId", attempts, target FROM svc.tasks
+    `SELECT id, invocation_id AS "invocationId", attempts, target,
+            (SELECT i.shadow FROM svc.invocations i WHERE i.id = svc.tasks.invocation_id) AS shadow
+       FROM svc.tasks
       WHERE status = 'running' AND spec IS NOT NULL
         AND heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)
       ORDER BY heartbeat_at LIMIT $2

@@ -11,8 +11,8 @@ import { catFile, parseBatch } from "./instructions.ts";
  * there that silence the review of their own change (docs/worker.md, "Rules per path").
  */
 export interface ReviewFacts {
-  /** `git diff --numstat` from the merge base (else the base) to the head */
-  changed?: { paths: string[]; lines: number };
+  /** `git diff --numstat` from the merge base (else the base) to the head; `files` has each path's lines */
+  changed?: { paths: string[]; lines: number; files?: { path: string; lines: number }[] };
   repo?: RepoReviewRules;
 }
 
@@ -59,7 +59,7 @@ export async function changedFiles(
   mirror: string,
   from: string,
   head: string,
-): Promise<{ paths: string[]; lines: number }> {
+): Promise<{ paths: string[]; lines: number; files: { path: string; lines: number }[] }> {
   const out = await git([
     "--git-dir",
     mirror,
@@ -72,15 +72,14 @@ export async function changedFiles(
     from,
     head,
   ]);
-  const paths: string[] = [];
-  let lines = 0;
+  const files: { path: string; lines: number }[] = [];
   for (const record of out.split("\0")) {
     const match = /^(\d+|-)\t(\d+|-)\t(.+)$/s.exec(record);
     if (!match) continue;
-    lines += (Number(match[1]) || 0) + (Number(match[2]) || 0);
-    paths.push(match[3]!);
+    files.push({ path: match[3]!, lines: (Number(match[1]) || 0) + (Number(match[2]) || 0) });
   }
-  return { paths, lines };
+  const lines = files.reduce((total, file) => total + file.lines, 0);
+  return { paths: files.map((file) => file.path), lines, files };
 }
 
 async function repoRules(mirror: string, base: { sha: string; ref: string }): Promise<RepoReviewRules> {

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { revokeToken } from "../../db/api_tokens.ts";
 import type { NewArtifact } from "../../db/artifacts.ts";
 import { setInvocationTarget } from "../../db/invocations.ts";
+import { adoptOrphanTasks } from "../../db/orchestrated-tasks.ts";
 import { finishTask, type RecordedTask, startTask, type TaskEnd } from "../../db/tasks.ts";
 import type { Target } from "../../shared/config/types.ts";
 import type { Diagnostic } from "../../shared/diagnostics.ts";
@@ -17,6 +18,7 @@ import { clearPartial, limitOf, PARTIAL_FILE, readPartial, takesPartial } from "
 import { assemblePrompt, orchestrationSection, type Prompt } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
 import { type RunReview, reviewPrompt } from "./review-rules.ts";
+import { pathGroupsSection } from "./review-split.ts";
 import { newAgentToken } from "./run-token.ts";
 import { type AgentContext, startRuntime, tokenRequest } from "./runtime.ts";
 import { stopped } from "./stopped.ts";
@@ -70,9 +72,12 @@ export function agentPrompt(
     ...(thread ? { thread } : {}),
     partialResult: takesPartial(pipeline),
   });
-  // an orchestrator learns its guidance, its budgets and how to hand work to tasks
-  if (pipeline.orchestrator)
-    return { ...prompt, user: `${prompt.user}\n\n${orchestrationSection(pipeline.orchestrator)}` };
+  // an orchestrator learns its guidance, its budgets and how to hand work to tasks, and of a large
+  // review split by path groups, the tasks svc created for it
+  if (pipeline.orchestrator) {
+    const groups = run.split ? `\n\n${pathGroupsSection(run.split)}` : "";
+    return { ...prompt, user: `${prompt.user}\n\n${orchestrationSection(pipeline.orchestrator)}${groups}` };
+  }
   return prompt;
 }
 
@@ -151,6 +156,8 @@ async function runAgentOn(
   // the run's first agent task records what knowledge the run was given
   await startTask(records, row, { token: token.stored, knowledge: run.knowledgeUnrecorded });
   run.knowledgeUnrecorded = undefined;
+  // the path group tasks svc created before the orchestrator existed are drawn under it
+  if (run.split) await adoptOrphanTasks(records, invocationId, taskId);
   let revoked = false;
   const finish = async (end: TaskEnd, log: NewArtifact | undefined, followedBy?: RecordedTask) => {
     await finishTask(records, taskId, end, { artifact: log, revoke: token.stored.issued.id, followedBy });

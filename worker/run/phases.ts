@@ -16,6 +16,7 @@ import { eventEnvironment } from "./environment.ts";
 import { placeKnowledgeFiles, prepareRunKnowledge, type RunKnowledge, readableBy } from "./knowledge.ts";
 import { runGate } from "./output-gate.ts";
 import { ignoreRules, type RunReview, runReview, tooLarge } from "./review-rules.ts";
+import { splitReview } from "./review-split.ts";
 import { openRunSecrets, redactorFor } from "./run-secrets.ts";
 import { runSetupSteps } from "./setup-steps.ts";
 import { setupStepToken } from "./setup-token.ts";
@@ -35,6 +36,8 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   const gate = await runGate(deps, input, event);
   if (gate === "wait") return { kind: "released", credentials: true };
   if (gate === "own_event" || gate === "foreign_thread") return { kind: "completed", result: null };
+  // due again at the period's reset, not polled (budget-periods.ts BudgetResume)
+  if ("resume" in gate) return { kind: "released", resume: gate.resume };
   // sticky comments with `progress` say the run started; a failure there is logged, never the run's
   const { invocationId, workload, pipeline } = input;
   // a run whose outputs are held back writes nothing to the pull request, its progress included
@@ -47,10 +50,12 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
   const checkout = await checkOutRun(deps, input, event, reviewed);
   if (checkout.failure) return { kind: "failed", diagnostic: checkout.failure };
   // a pull request above review.max_changed_lines is not reviewed unless asked with --force: no
-  // setup step and no agent, and the sticky comment says why and how to ask
+  // setup step and no agent, and the sticky comment says why and how to ask. An orchestrated
+  // pipeline's review is split by path groups instead, one task each (review-split.ts)
   const review = runReview(pipeline, checkout.result?.review);
   const large = review && tooLarge(pipeline, event, review.facts);
-  if (large) {
+  const split = large && review ? await splitReview(deps, input, event, review, large) : undefined;
+  if (large && !split) {
     if (!input.outputsHeld)
       await noteTooLarge(deps, { invocationId, triggerId: workload.trigger_id, pipeline, event }, large);
     return { kind: "completed", result: null };
@@ -77,6 +82,7 @@ export async function runInvocation(deps: RunDeps, input: RunInput): Promise<Run
     ...(setupToken.token ? { setupEnv: { GH_TOKEN: setupToken.token, GITHUB_TOKEN: setupToken.token } } : {}),
     knowledge: { passages: [] },
     seq: checkout.result ? 1 : 0,
+    ...(split ? { split } : {}),
   };
   let end: RunEnd;
   try {

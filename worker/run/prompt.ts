@@ -129,7 +129,7 @@ const PARTIAL_SECTION =
   "## Result so far\n\nYour run may be stopped at its turn or time limit. As you find things, keep your result so far in `$RUN_DIR/result.partial.json`: one JSON object matching the same schema, rewritten whole each time. If the run is stopped, that file is published, marked incomplete; if you finish, only your final answer counts.";
 
 /** The rules of the paths this pull request changes, and the base's review guidelines. */
-function reviewSection(review: ReviewPrompt): string | undefined {
+export function reviewSection(review: ReviewPrompt): string | undefined {
   const parts: string[] = [];
   if (review.guidelines) {
     const { base, text } = review.guidelines;

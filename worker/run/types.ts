@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { PgBoss } from "pg-boss";
 import type { InvocationKnowledge } from "../../db/invocation-knowledge.ts";
 import type { TriggerEvent } from "../../db/invocations.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
@@ -11,7 +12,9 @@ import type { CredentialSecrets } from "../credentials/secrets.ts";
 import type { ResolvedEvent } from "../event/resolve.ts";
 import type { ProcessEngine, RunEngines } from "../exec/engine.ts";
 import type { ModelGateway } from "../gateway/gateway.ts";
+import type { BudgetResume } from "./budget-periods.ts";
 import type { RunKnowledge } from "./knowledge.ts";
+import type { ReviewSplit } from "./path-groups.ts";
 import type { RunSecrets } from "./run-secrets.ts";
 
 /** What running an agent needs from the worker, for an invocation and an orchestrated task alike. */
@@ -36,14 +39,19 @@ export interface RunDeps {
   knowledge?: Knowledge;
   /** every agent's model calls pass it (worker/gateway/): usage, budgets, credential states */
   gateway: ModelGateway;
+  /** the worker's queue: a run that creates orchestrated tasks itself sends their lane jobs (review-split.ts) */
+  boss?: PgBoss;
 }
 
 /** How a run ended, as the lifecycle records it. */
 export type RunEnd =
   | { kind: "completed"; result: unknown }
   | { kind: "failed"; diagnostic: Diagnostic }
-  /** handed back to the queue: shutdown, or (`credentials`) no target usable right now */
-  | { kind: "released"; credentials?: boolean }
+  /**
+   * handed back to the queue: shutdown, or (`credentials`) no target usable right now, or
+   * (`resume`) held by a spent period budget until it resets (budget-periods.ts BudgetResume)
+   */
+  | { kind: "released"; credentials?: boolean; resume?: BudgetResume }
   /** cancelled through the API while it ran: the row already says `cancelled` */
   | { kind: "cancelled" }
   /** the claim was lost (another attempt holds the run): nothing is recorded */
@@ -72,6 +80,8 @@ export interface RunInput {
   group?: string | null;
   /** what the run would publish is recorded as its artifact instead (worker/outputs/held.ts) */
   outputsHeld?: boolean;
+  /** it runs its pipeline's shadow candidate: period budgets count it apart (budget-periods.ts) */
+  shadow?: boolean;
   isCancelled: () => boolean;
   /**
    * a heartbeat now; false when the claim is lost (the run's lease failed, or another worker took
@@ -99,5 +109,7 @@ export interface RunState {
   previousSha: string;
   /** what retrieval delivered, until it is recorded on the invocation (see phases.ts) */
   knowledgeUnrecorded?: InvocationKnowledge;
+  /** a large pull request's review split by path groups, one task each (review-split.ts) */
+  split?: ReviewSplit;
   seq: number;
 }
