@@ -1,5 +1,6 @@
-import { costLabelsOf, costsBy } from "./costs.ts";
+import { costLabelsOf } from "./costs.ts";
 import type { Queryable } from "./queryable.ts";
+import { REPO } from "./repo-runs.ts";
 
 /**
  * What `budgets` of daemon.yaml reads and writes: the period's spend, counted by db/costs.ts's
@@ -12,20 +13,29 @@ export async function repoOfRun(db: Queryable, invocationId: string): Promise<st
   return (await costLabelsOf(db, invocationId)).repo;
 }
 
-/** USD spent by the tasks started since `since`: by every run (`org`), and by `repo`'s. */
+/**
+ * USD spent by the tasks started since `since`: by every run (`org`), and by `repo`'s; of the live
+ * runs, or (`shadow`) of the shadow runs alone, which are counted apart (db/costs.ts counts the
+ * same tasks, by the same repository expression, for `svc costs`).
+ */
 export async function spendSince(
   db: Queryable,
   since: Date,
   repo: string | null,
+  shadow = false,
 ): Promise<{ org: number; repo: number }> {
-  const rows = await costsBy(db, "repo", since);
-  let org = 0;
-  let ofRepo = 0;
-  for (const row of rows) {
-    org += row.costUsd ?? 0;
-    if (repo !== null && row.key === repo) ofRepo += row.costUsd ?? 0;
-  }
-  return { org, repo: ofRepo };
+  const { rows } = await db.query<{ org: number; repo: number }>({
+    name: "svc_budget_spend",
+    text: `SELECT coalesce(sum((k.usage ->> 'cost_usd')::numeric), 0)::float8 AS org,
+                  coalesce(sum((k.usage ->> 'cost_usd')::numeric) FILTER (WHERE ${REPO} = $2), 0)::float8 AS repo
+             FROM svc.tasks k
+             JOIN svc.invocations i ON i.id = k.invocation_id
+             JOIN svc.workloads w ON w.id = i.workload_id
+             LEFT JOIN svc.triggers t ON t.id = w.trigger_id
+            WHERE k.usage IS NOT NULL AND k.started_at >= $1 AND i.shadow = $3`,
+    values: [since, repo, shadow],
+  });
+  return rows[0] ?? { org: 0, repo: 0 };
 }
 
 /**

@@ -347,6 +347,8 @@ export interface StaleInvocation {
   target: string | null;
   workload_id: string;
   concurrency_group: string | null;
+  /** a shadow run goes back to its target's shadow lane (shared/queues.ts laneQueue) */
+  shadow: boolean;
 }
 
 /** Running rows whose holder stopped heartbeating; locked so concurrent reapers split the work. */
@@ -356,7 +358,7 @@ export async function lockStaleInvocations(
   limit = 100,
 ): Promise<StaleInvocation[]> {
   const { rows } = await db.query<StaleInvocation>(
-    `SELECT id, attempts, target, workload_id, concurrency_group FROM svc.invocations
+    `SELECT id, attempts, target, workload_id, concurrency_group, shadow FROM svc.invocations
       WHERE status = 'running' AND heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)
       ORDER BY heartbeat_at LIMIT $2
       FOR UPDATE SKIP LOCKED`,
@@ -377,7 +379,7 @@ export async function lockLostInvocations(
   if (leases.length === 0) return [];
   // a lane job held as the lease names no worker: every claim of a run counts a new attempt
   const { rows } = await db.query<StaleInvocation>(
-    `SELECT i.id, i.attempts, i.target, i.workload_id, i.concurrency_group
+    `SELECT i.id, i.attempts, i.target, i.workload_id, i.concurrency_group, i.shadow
        FROM svc.invocations i
        JOIN unnest($1::text[], $2::text[], $3::int[]) AS lost(id, worker_id, attempts)
          ON lost.id = i.id AND lost.attempts = i.attempts

@@ -143,10 +143,15 @@ export async function findOrphanedInvocations(
   db: Queryable,
   olderThanSeconds: number,
   limit = 500,
-): Promise<{ id: string; target: string | null; concurrency_group: string | null }[]> {
-  const { rows } = await db.query<{ id: string; target: string | null; concurrency_group: string | null }>(
+): Promise<{ id: string; target: string | null; concurrency_group: string | null; shadow: boolean }[]> {
+  const { rows } = await db.query<{
+    id: string;
+    target: string | null;
+    concurrency_group: string | null;
+    shadow: boolean;
+  }>(
     `WITH candidates AS (
-       SELECT i.id, i.target, i.concurrency_group, i.created_at FROM svc.invocations i
+       SELECT i.id, i.target, i.concurrency_group, i.shadow, i.created_at FROM svc.invocations i
         WHERE (i.status = 'queued' AND least(i.created_at, i.updated_at) < now() - make_interval(secs => $1)
                -- one waiting for its concurrency group's running invocation has no job on purpose
                AND NOT EXISTS (SELECT 1 FROM svc.invocations o
@@ -160,7 +165,7 @@ export async function findOrphanedInvocations(
         WHERE j.name LIKE '${LANE_PREFIX}%' AND j.state IN ('created', 'retry', 'active')
           -- a job of an orchestrator's task (it names the invocation too) does not run the invocation
           AND NOT j.data ? 'taskId')
-     SELECT c.id, c.target, c.concurrency_group FROM candidates c JOIN orphans o ON o.id = c.id
+     SELECT c.id, c.target, c.concurrency_group, c.shadow FROM candidates c JOIN orphans o ON o.id = c.id
       ORDER BY c.created_at LIMIT $2`,
     [olderThanSeconds, limit],
   );

@@ -29,7 +29,8 @@ export async function reconcileQueue(
   const triggers = await findOrphanedTriggers(pool, olderThanSeconds, limit);
   const invocations = await findOrphanedInvocations(pool, olderThanSeconds, limit);
   if (triggers.length === 0 && invocations.length === 0) return { triggers, invocations: [] };
-  const lanes = new Set(invocations.map((row) => laneQueue(row.target)));
+  // a shadow run back on its target's shadow lane (shared/queues.ts laneQueue)
+  const lanes = new Set(invocations.map((row) => laneQueue(row.target, row.shadow)));
   for (const lane of lanes) await ensureLaneQueue(boss, lane, targets);
   await withTransaction(pool, async (client) => {
     const db = transactionDb(client);
@@ -42,7 +43,7 @@ export async function reconcileQueue(
         invocationId: row.id,
         ...(row.concurrency_group ? { group: row.concurrency_group } : {}),
       };
-      await boss.send(laneQueue(row.target), job, { db });
+      await boss.send(laneQueue(row.target, row.shadow), job, { db });
     }
   });
   if (triggers.length > 0) wakeWorkers(boss, DISPATCH_QUEUE);

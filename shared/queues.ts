@@ -10,11 +10,21 @@ export const LOCAL_LANE = "svc-lane-local";
 /**
  * The lane queue an invocation naming `target` waits on: one lane per target, so a target whose
  * only credential is dead stops without blocking others; an invocation without a target waits on
- * LOCAL_LANE. The ingress (submit, reconcile) and the worker (dispatch, release, reaper) all pick
- * lanes through this one function.
+ * LOCAL_LANE. A shadow run (a pipeline's candidate version) waits on its target's shadow lane, which
+ * a worker fetches only after the live lanes and the dispatch queue (worker/queue/claim-loop.ts), so
+ * it never goes before a live run. The ingress (submit, reconcile) and the worker (dispatch,
+ * release, reaper) all pick lanes through this one function.
  */
-export function laneQueue(target: string | null): string {
-  return target === null ? LOCAL_LANE : `svc-lane-${target}`;
+export function laneQueue(target: string | null, shadow = false): string {
+  const lane = target === null ? LOCAL_LANE : `svc-lane-${target}`;
+  return shadow ? `${lane}${SHADOW_SUFFIX}` : lane;
+}
+
+/** A shadow lane's name ends so (pg-boss allows `/` in queue names; target names are plain words). */
+const SHADOW_SUFFIX = "/shadow";
+
+export function isShadowLane(queue: string): boolean {
+  return queue.endsWith(SHADOW_SUFFIX);
 }
 
 /**

@@ -83,6 +83,8 @@ export interface BudgetPeriod {
 export interface BudgetPeriods {
   org?: BudgetPeriod;
   repos?: BudgetPeriod;
+  /** `members_first`: at a reset, the held runs of the repository's team go before the rest's */
+  membersFirst?: boolean;
 }
 
 export interface OpenAiTarget {

@@ -89,7 +89,7 @@ describe("pg-boss's job table as db/queue-jobs.ts reads it", () => {
     );
     expect(await findOrphanedTriggers(pool, 60)).toEqual(["trg_nojobaaaaaaaaaaaaaaaa"]);
     expect(await findOrphanedInvocations(pool, 60)).toEqual([
-      { id: "inv_nojobaaaaaaaaaaaaaaaa", target: null, concurrency_group: null },
+      { id: "inv_nojobaaaaaaaaaaaaaaaa", target: null, concurrency_group: null, shadow: false },
     ]);
     // once its job is gone, the invocation is an orphan too
     const [job] = await boss.findJobs(lane, { data: { invocationId: "inv_livejobaaaaaaaaaaaaaa" } });
@@ -118,7 +118,7 @@ describe("pg-boss's job table as db/queue-jobs.ts reads it", () => {
       "UPDATE svc.invocations SET status = 'completed' WHERE id = 'inv_groupholderaaaaaaaaaa'",
     );
     expect(await orphans()).toEqual([
-      { id: "inv_groupwaitingaaaaaaaaa", target: null, concurrency_group: "pipeline:p" },
+      { id: "inv_groupwaitingaaaaaaaaa", target: null, concurrency_group: "pipeline:p", shadow: false },
     ]);
   });
 });

@@ -16,7 +16,7 @@ import {
   type DispatchOutcome,
   dispatchTriggers,
 } from "./dispatch.ts";
-import { targetUsable } from "./lanes.ts";
+import { claimOrder, targetUsable } from "./lanes.ts";
 import { instant, type Lease, type LeaseData, laneLease, takeLeases } from "./run-leases.ts";
 import type { Slot, Slots } from "./slots.ts";
 
@@ -170,14 +170,15 @@ export class ClaimLoop {
   }
 
   /**
-   * One round: the queues there is a reason to look at, lanes first (runs already waiting), then
-   * dispatch, each fetched for exactly the slots still free. A woken queue is fetched alone, so a
-   * webhook's NOTIFY costs one fetch, not one per lane.
+   * One round: the queues there is a reason to look at, live lanes first (runs already waiting),
+   * then dispatch, then the shadow lanes (lanes.ts claimOrder), each fetched for exactly the slots
+   * still free. A woken queue is fetched alone, so a webhook's NOTIFY costs one fetch, not one per lane.
    */
   async #round(): Promise<void> {
     const all = this.#everything;
     this.#everything = false;
-    const order = [...this.usableLanes(), DISPATCH_QUEUE];
+    // shadow lanes last: a shadow run is taken only when no live run waits, dispatched or not
+    const order = claimOrder(this.usableLanes(), DISPATCH_QUEUE);
     for (const queue of this.#notified) if (!order.includes(queue)) this.#notified.delete(queue);
     for (const queue of order) {
       if (!all && !this.#notified.has(queue)) continue;

@@ -31,8 +31,11 @@ export async function handOffGroup(
   client: pg.ClientBase,
   group: string,
   pipeline: Pipeline | undefined,
-  /** a run released to wait for a credential is offered again only after this many seconds */
-  recheck?: { invocationId: string; seconds: number },
+  /**
+   * a run released to wait for a credential is offered again only after this many seconds (one a
+   * spent period budget holds: at the reset, with its priority, worker/run/budget-periods.ts)
+   */
+  recheck?: { invocationId: string; seconds: number; priority?: number },
 ): Promise<{ lane?: string; started?: string }> {
   const next = await nextInGroup(client, group);
   const triggers = [...new Set(next.superseded.flatMap((run) => (run.trigger_id ? [run.trigger_id] : [])))];
@@ -44,7 +47,10 @@ export async function handOffGroup(
     ? laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets).queue
     : laneQueue(next.start.target);
   const job: InvocationJob = { invocationId: next.start.id, group };
-  const later = recheck?.invocationId === next.start.id ? { startAfter: recheck.seconds } : {};
+  const later =
+    recheck?.invocationId === next.start.id
+      ? { startAfter: recheck.seconds, ...(recheck.priority ? { priority: recheck.priority } : {}) }
+      : {};
   await deps.boss.send(lane, job, { db: transactionDb(client), ...later });
   return { lane, started: next.start.id };
 }

@@ -2,7 +2,7 @@ import type { PgBoss } from "pg-boss";
 import { ensureLaneQueue } from "../../db/boss.ts";
 import type { ConfigSnapshot, Pipeline, Target } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
-import { LOCAL_LANE, laneQueue, pipelineLane } from "../../shared/queues.ts";
+import { isShadowLane, LOCAL_LANE, laneQueue, pipelineLane } from "../../shared/queues.ts";
 import type { CredentialCooldowns } from "../credentials/cooldowns.ts";
 import type { CredentialSecrets } from "../credentials/secrets.ts";
 import { ensureLeaseQueues } from "./run-leases.ts";
@@ -24,21 +24,38 @@ export function targetUsable(
   );
 }
 
-/** The lane a pipeline's new invocation waits on (shared/queues.ts pipelineLane), by this worker's view of credentials. */
+/**
+ * The lane a pipeline's new invocation waits on (shared/queues.ts pipelineLane), by this worker's
+ * view of credentials; a shadow run (`shadow`) waits on that target's shadow lane.
+ */
 export function laneFor(
   pipeline: Pipeline,
   config: Pick<ConfigSnapshot, "targets">,
   cooldowns: CredentialCooldowns,
   secrets: CredentialSecrets,
+  shadow = false,
 ): { queue: string; target: string | null; usable: boolean } {
-  return pipelineLane(pipeline, config.targets, (target) => targetUsable(target, cooldowns, secrets));
+  const lane = pipelineLane(pipeline, config.targets, (target) => targetUsable(target, cooldowns, secrets));
+  return shadow ? { ...lane, queue: laneQueue(lane.target, true) } : lane;
 }
 
-/** Every lane a worker serves, with the target it runs (null: the local lane). */
+/**
+ * Every lane a worker serves, with the target it runs (null: the local lane): each target's live
+ * lane, then each one's shadow lane. Shadow runs have lanes of their own so that they are taken
+ * only when no live run waits: the claim loop fetches them after the live lanes and the dispatch
+ * queue (claim-loop.ts), and pg-boss's fetch cannot put one job of a queue after another queue's.
+ */
 export function laneTargets(config: Pick<ConfigSnapshot, "targets">): Map<string, string | null> {
   const lanes = new Map<string, string | null>([[LOCAL_LANE, null]]);
   for (const target of Object.values(config.targets)) lanes.set(laneQueue(target.name), target.name);
+  lanes.set(laneQueue(null, true), null);
+  for (const target of Object.values(config.targets)) lanes.set(laneQueue(target.name, true), target.name);
   return lanes;
+}
+
+/** The lanes of `usable` in the order a claim round fetches them: live ones, then `then`, then shadow ones. */
+export function claimOrder(usable: readonly string[], then: string): string[] {
+  return [...usable.filter((lane) => !isShadowLane(lane)), then, ...usable.filter(isShadowLane)];
 }
 
 /**
@@ -80,6 +97,8 @@ export class LaneStates {
   update(): void {
     const { config, cooldowns, secrets, logger } = this.#deps;
     for (const [lane, name] of this.#lanes) {
+      // a shadow lane stops and starts with its target's live lane: logged once, for that one
+      if (isShadowLane(lane)) continue;
       const target = name ? config.targets[name] : undefined;
       const usable = !target || targetUsable(target, cooldowns, secrets);
       if (usable === this.#known.get(lane)) continue;

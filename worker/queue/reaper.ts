@@ -23,6 +23,7 @@ import { failOpenTasks } from "../../db/tasks.ts";
 import { withTransaction } from "../../db/transaction.ts";
 import { settleTrigger } from "../../db/trigger-status.ts";
 import { getWorkload } from "../../db/workloads.ts";
+import { runPipeline } from "../../shared/config/pipeline/shadow.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import { diagnostic } from "../../shared/diagnostics.ts";
 import type { Logger } from "../../shared/logger.ts";
@@ -134,7 +135,7 @@ async function reclaimRuns(
     // the lost run's agent token dies with the run (it also expires on its own); its
     // orchestrated tasks run on and keep theirs: a retried orchestrator finds them (list_tasks)
     await revokeRunTokensExceptTasks(client, row.id);
-    const pipeline = workload ? deps.config.pipelines[workload.pipeline] : undefined;
+    const pipeline = workload ? runPipeline(deps.config, workload.pipeline, row.shadow) : undefined;
     if (row.attempts < deps.maxAttempts && pipeline) {
       await requeueInvocation(client, row.id);
       if (group) {
@@ -150,7 +151,7 @@ async function reclaimRuns(
           continue;
         }
       } else {
-        const lane = laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets);
+        const lane = laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets, row.shadow);
         const job: InvocationJob = { invocationId: row.id };
         await deps.boss.send(lane.queue, job, { db: transactionDb(client) });
         out.lanes.add(lane.queue);
@@ -193,7 +194,7 @@ async function reapStaleTasks(
     if (task.attempts < deps.maxAttempts) {
       await reapTask(client, task.id, null);
       const job: TaskJob = { invocationId: task.invocationId, taskId: task.id };
-      const queue = laneQueue(task.target);
+      const queue = laneQueue(task.target, task.shadow === true);
       await deps.boss.send(queue, job, { db: transactionDb(client) });
       lanes.add(queue);
       deps.logger.warn("lost task queued again", {

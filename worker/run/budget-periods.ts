@@ -2,12 +2,15 @@ import { repoOfRun, spendSince } from "../../db/budget-periods.ts";
 import type { Queryable } from "../../db/queryable.ts";
 import type { BudgetPeriod, BudgetPeriods, Pipeline } from "../../shared/config/types.ts";
 import type { Diagnostic } from "../../shared/diagnostics.ts";
+import type { EventContext } from "../event/context.ts";
 
 /**
  * `budgets` of daemon.yaml: before a run starts, what every run together (`org`) and the run's
  * repository (`repos`) spent in the current calendar day or month, UTC, against its `cost`. Spent:
- * the run waits in its lane's queue until the period resets (output-gate.ts), or runs on its
- * pipeline's `{ target, when: over_budget }` targets when it lists some.
+ * the run goes back to its lane with its job due at the period's reset (output-gate.ts, BudgetResume),
+ * or runs on its pipeline's `{ target, when: over_budget }` targets when it lists some. Shadow runs
+ * (a pipeline's candidate version) are counted apart: their spend never holds a live run, and they
+ * are held by the same bounds over the shadow runs' own spend.
  */
 
 /**
@@ -32,8 +35,11 @@ export function periodReset(per: BudgetPeriod["per"], now: Date): Date {
 
 export type BudgetDecision =
   | { kind: "go" }
-  /** every spent period's reset is past `until`; `diagnostic` is the `budget_wait` it shows */
-  | { kind: "wait"; until: Date; diagnostic: Diagnostic }
+  /**
+   * every spent period's reset is past `until`, `afterSeconds` from the budget clock's now (at
+   * least 1, rounded up: the job is never due before the reset); `diagnostic` is the `budget_wait` it shows
+   */
+  | { kind: "wait"; until: Date; afterSeconds: number; diagnostic: Diagnostic }
   | { kind: "fallback"; targets: string[]; diagnostic: Diagnostic };
 
 interface Spent {
@@ -46,7 +52,7 @@ interface Spent {
 export async function budgetDecision(
   db: Queryable,
   budgets: BudgetPeriods | undefined,
-  run: { invocationId: string; pipeline: Pipeline },
+  run: { invocationId: string; pipeline: Pipeline; shadow?: boolean },
   now: Date = budgetClock.now(),
 ): Promise<BudgetDecision> {
   if (!budgets || (!budgets.org && !budgets.repos)) return { kind: "go" };
@@ -58,7 +64,7 @@ export async function budgetDecision(
     const since = periodStart(period.per, now);
     let read = reads.get(since.getTime());
     if (!read) {
-      read = spendSince(db, since, repo);
+      read = spendSince(db, since, repo, run.shadow === true);
       reads.set(since.getTime(), read);
     }
     return read;
@@ -74,7 +80,7 @@ export async function budgetDecision(
   }
   if (spent.length === 0) return { kind: "go" };
   const fallback = run.pipeline.budget?.overBudget ?? [];
-  const what = spent.map((s) => describe(s, repo)).join(" and ");
+  const what = spent.map((s) => describe(s, repo, run.shadow === true)).join(" and ");
   if (fallback.length > 0)
     return {
       kind: "fallback",
@@ -89,6 +95,7 @@ export async function budgetDecision(
   return {
     kind: "wait",
     until,
+    afterSeconds: Math.max(1, Math.ceil((until.getTime() - now.getTime()) / 1000)),
     diagnostic: {
       code: "budget_wait",
       message: `${what}: the run waits in the queue until ${until.toISOString()}, when the period resets - raise budgets.${spent[0]!.scope}.cost in daemon.yaml, or list a cheaper { target, when: over_budget } in ${run.pipeline.file}, not to wait`,
@@ -97,9 +104,9 @@ export async function budgetDecision(
   };
 }
 
-function describe(s: Spent, repo: string | null): string {
+function describe(s: Spent, repo: string | null, shadow: boolean): string {
   const whose = s.scope === "org" ? "every run together" : `repository ${repo}`;
-  return `${whose} spent $${s.spent.toFixed(2)} this ${s.period.per} (UTC) of budgets.${s.scope}.cost $${s.period.cost}`;
+  return `${shadow ? "the shadow runs of " : ""}${whose} spent $${s.spent.toFixed(2)} this ${s.period.per} (UTC) of budgets.${s.scope}.cost $${s.period.cost}`;
 }
 
 /** The pipeline as the run sees it on its over_budget targets: they replace its own, orchestrator's included. */
@@ -110,4 +117,27 @@ export function onOverBudgetTargets(pipeline: Pipeline, targets: string[]): Pipe
     targets,
     ...(orchestrator?.targets?.length ? { orchestrator: { ...orchestrator, targets } } : {}),
   };
+}
+
+/**
+ * How a held run goes back to its lane: its job due `afterSeconds` from now, when the period resets
+ * (pg-boss `startAfter`: nothing offers it again before), with `priority` 1 for a run of the
+ * repository's team when `budgets.members_first` is set, so that at the reset, when every held job
+ * falls due together, pg-boss hands out the team's first (its fetch orders by priority, then age).
+ */
+export interface BudgetResume {
+  afterSeconds: number;
+  priority: number;
+}
+
+/** Of the team: the event is not an outsider's (an owner, member or collaborator, not a fork: worker/event/authors.ts). */
+export const MEMBERS_FIRST_PRIORITY = 1;
+
+export function budgetResume(
+  budgets: BudgetPeriods,
+  decision: { afterSeconds: number },
+  context: Pick<EventContext, "outsider">,
+): BudgetResume {
+  const first = budgets.membersFirst === true && !context.outsider;
+  return { afterSeconds: decision.afterSeconds, priority: first ? MEMBERS_FIRST_PRIORITY : 0 };
 }

@@ -24,6 +24,7 @@ import type { KnownRun } from "../queue/claim-loop.ts";
 import { handOffGroup } from "../queue/group-handoff.ts";
 import { laneFor } from "../queue/lanes.ts";
 import { completeLease, type Lease, touchLease } from "../queue/run-leases.ts";
+import type { BudgetResume } from "./budget-periods.ts";
 import { breakerToReset, recordRunFailure } from "./circuit-breaker.ts";
 import { type HeldWatch, watchHeld } from "./held-watch.ts";
 import { runInvocation } from "./phases.ts";
@@ -91,6 +92,7 @@ export async function runClaimedInvocation(
             target: claimed.target,
             group: claimed.concurrency_group,
             outputsHeld: claimed.outputs_held,
+            shadow: claimed.shadow,
           },
           signal: watch.signal,
           event: known.event,
@@ -112,7 +114,8 @@ export async function runClaimedInvocation(
   const group = claimed.concurrency_group ?? null;
   let settled: boolean;
   try {
-    settled = await recordEnd(deps, { invocationId, workload, pipeline, paths, end, watch, lease, group });
+    const ended = { invocationId, workload, pipeline, paths, end, watch, lease, group };
+    settled = await recordEnd(deps, { ...ended, shadow: claimed.shadow });
   } catch (error) {
     if (!databaseUnreachable(error)) throw error;
     // Safe to end here: nothing of the run was recorded or published without its claim proven, its
@@ -193,6 +196,8 @@ interface Ended {
   lease?: Lease;
   /** the invocation's concurrency group: its next waiting run is handed the group with this end */
   group: string | null;
+  /** it runs its pipeline's shadow candidate: released, it goes back to its target's shadow lane */
+  shadow: boolean;
 }
 
 /**
@@ -213,7 +218,7 @@ async function recordEnd(deps: HoldDeps, ended: Ended): Promise<boolean> {
     return false;
   }
   if (end.kind === "released") {
-    await release(deps, ended, end.credentials === true);
+    await release(deps, ended, end.credentials === true, end.resume);
     return false;
   }
   // before the trigger settles, so a settled trigger never has a checkout left to remove
@@ -346,30 +351,37 @@ async function bestEffort(deps: HoldDeps, what: string, work: Promise<unknown>):
 /**
  * Back to `queued` with a fresh lane job, in one transaction, so the run is never lost in between.
  * A grouped run goes back through its group: when a newer event of the group waits, that one runs
- * and this one ends `superseded`.
+ * and this one ends `superseded`. A run a spent period budget holds (`resume`) has its job due at
+ * the period's reset, with its priority (budget-periods.ts BudgetResume): nothing offers it before.
  */
-async function release(deps: HoldDeps, ended: Ended, waiting: boolean) {
-  const { invocationId, pipeline, group } = ended;
+async function release(deps: HoldDeps, ended: Ended, waiting: boolean, resume?: BudgetResume) {
+  const { invocationId, pipeline, group, shadow } = ended;
   const queue = pipeline
-    ? laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets).queue
-    : laneQueue(null);
+    ? laneFor(pipeline, deps.config, deps.cooldowns, deps.secrets, shadow).queue
+    : laneQueue(null, shadow);
+  // a run waiting for a credential is not offered again at once: the lane is about to stop,
+  // and an immediate job would spin between claim and release until it does
+  const later: { seconds: number; priority?: number } | undefined = resume
+    ? { seconds: resume.afterSeconds, ...(resume.priority ? { priority: resume.priority } : {}) }
+    : waiting
+      ? { seconds: RECHECK_SECONDS }
+      : undefined;
   await withTransaction(deps.pool, async (client) => {
     if (group) await lockGroups(client, [group]);
     if (!(await releaseInvocation(client, invocationId, deps.workerId))) return;
     if (group) {
-      const recheck = waiting ? { invocationId, seconds: RECHECK_SECONDS } : undefined;
-      await handOffGroup(deps, client, group, pipeline, recheck);
+      await handOffGroup(deps, client, group, pipeline, later && { invocationId, ...later });
       return;
     }
     const job: InvocationJob = { invocationId };
-    // a run waiting for a credential is not offered again at once: the lane is about to stop,
-    // and an immediate job would spin between claim and release until it does
     await deps.boss.send(queue, job, {
       db: transactionDb(client),
-      ...(waiting ? { startAfter: RECHECK_SECONDS } : {}),
+      ...(later
+        ? { startAfter: later.seconds, ...(later.priority ? { priority: later.priority } : {}) }
+        : {}),
     });
   });
-  if (!waiting) wakeWorkers(deps.boss, queue);
+  if (!later) wakeWorkers(deps.boss, queue);
   deps.logger.info("invocation released for retry", {
     event: "invocation.released",
     invocation: invocationId,

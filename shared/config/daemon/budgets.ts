@@ -1,4 +1,4 @@
-import { checkKeys, num, oneOf, type YamlMap } from "../read.ts";
+import { checkKeys, num, oneOf, quote, type YamlMap } from "../read.ts";
 import type { ConfigFile } from "../source.ts";
 import type { BudgetPeriod, BudgetPeriods, Target } from "../types.ts";
 import { child } from "./read-helpers.ts";
@@ -7,20 +7,46 @@ const SCOPES = ["org", "repos"] as const;
 const EXAMPLE = "{ per: day, cost: 5 }";
 
 /**
- * `budgets: { org: { per, cost }, repos: { per, cost } }`: the most every run together (`org`) and
- * each repository's runs (`repos`, each repository on its own) may spend on model calls in one
- * calendar day or month, UTC. A run that would start past it waits (worker/run/budget-periods.ts).
+ * `budgets: { org: { per, cost }, repos: { per, cost }, members_first }`: the most every run together
+ * (`org`) and each repository's runs (`repos`, each repository on its own) may spend on model calls
+ * in one calendar day or month, UTC. A run that would start past it waits until the period resets
+ * (worker/run/budget-periods.ts); with `members_first: true` the held runs of the repository's team
+ * resume before the rest's.
  */
 export function readBudgets(f: ConfigFile, root: YamlMap): BudgetPeriods | undefined {
   const block = child(f, root, "budgets", []);
   if (!block) return undefined;
-  checkKeys(f, block, ["budgets"], SCOPES);
+  checkKeys(f, block, ["budgets"], [...SCOPES, "members_first"]);
   const budgets: BudgetPeriods = {};
   for (const scope of SCOPES) {
     const period = readPeriod(f, block, scope);
     if (period) budgets[scope] = period;
   }
+  const membersFirst = readMembersFirst(f, block);
+  if (membersFirst) budgets.membersFirst = true;
   return budgets.org || budgets.repos ? budgets : undefined;
+}
+
+function readMembersFirst(f: ConfigFile, block: YamlMap): boolean {
+  if (!("members_first" in block)) return false;
+  const value = block.members_first;
+  const path = ["budgets", "members_first"];
+  if (typeof value !== "boolean") {
+    f.report(
+      path,
+      "invalid_type",
+      `"budgets.members_first" must be true or false (got ${quote(value)}) - true resumes the held runs of the repository's team (owners, members, collaborators) before the rest's when a period resets`,
+    );
+    return false;
+  }
+  if (value && !block.org && !block.repos)
+    f.report(
+      path,
+      "invalid_value",
+      `"budgets.members_first" orders the runs a spent budgets.org or budgets.repos holds, and neither is set - add one, or delete members_first`,
+      "warning",
+    );
+  return value;
 }
 
 function readPeriod(f: ConfigFile, block: YamlMap, scope: (typeof SCOPES)[number]): BudgetPeriod | undefined {

@@ -80,6 +80,8 @@ export async function startStickyBed(options: {
   repos?: Record<string, { hosted: HostedRepo; cloneUrl: string }>;
   /** a `github` source of `verify: codehost`, for pipelines with `trigger.codehost` */
   codehostSource?: boolean;
+  /** the worker's slots (`worker.concurrency`); 2 unless given */
+  concurrency?: number;
 }): Promise<StickyBed> {
   const database: TestDatabase = await createTestDatabase(inject("adminDatabaseUrl"));
   const gateDir = await mkdtemp(join(tmpdir(), "svc-sticky-gate-"));
@@ -108,7 +110,7 @@ codehost:
   api_url: ${github.url}
   token: \${CODEHOST_TOKEN}
 worker:
-  concurrency: 2
+  concurrency: ${options.concurrency ?? 2}
 `,
     "agents/reviewer/PERSONA.md": "---\nname: reviewer\ndescription: Reviews.\n---\nYou review.\n",
   };

@@ -32,17 +32,22 @@ const day = (offset: number) => {
     .toISOString()
     .slice(0, 10);
 };
-/** The worker's budget clock: two seconds before today's reset (UTC), or just past it. */
+/**
+ * The worker's budget clock: an hour before today's reset (UTC), or just past it. It stands still
+ * between the test's writes, so only the test passes the reset (passTheReset).
+ */
 const setClock = (at: string) => writeFile(CLOCK, at);
-const BEFORE_MIDNIGHT = `${day(0)}T23:59:58.000Z`;
+const BEFORE_MIDNIGHT = `${day(0)}T23:00:00.000Z`;
 const AFTER_MIDNIGHT = `${day(1)}T00:00:01.000Z`;
+/** BEFORE_MIDNIGHT to the reset, in seconds: when a held run's lane job falls due */
+const HOUR = 3600;
 
-const pipeline = (hook: string, targets: string) => `version: 1.0.0
+const pipeline = (hook: string, targets: string, extra = "") => `version: 1.0.0
 agent: reviewer
 trigger:
   webhook: [${hook}]
 targets: ${targets}
-instructions: Summarise the pull request.
+${extra}instructions: Summarise the pull request.
 result:
   schema:
     type: object
@@ -55,11 +60,13 @@ outputs:
 /**
  * `budgets.repos: { per: day, cost }` with real ingress and worker processes, priced `openai`
  * targets against a loopback OpenAI-compatible API, and the loopback GitHub. The worker's budget
- * clock is injected (budget-clock.ts) and stands still two seconds before midnight UTC: the
- * spend is the tasks' recorded usage since today's start. Ten runs of one repository spend the
- * day's budget; the eleventh waits in the queue with `budget_wait` on its trigger and in its
- * sticky comment, and runs once the clock passes midnight. A pipeline listing
- * `{ target: cheap, when: over_budget }` runs its eleventh on the cheap target instead.
+ * clock is injected (budget-clock.ts) and stands still an hour before midnight UTC: the spend is
+ * the tasks' recorded usage since today's start. Ten runs of one repository spend the day's
+ * budget; the eleventh waits in the queue with `budget_wait` on its trigger and in its sticky
+ * comment, its lane job due at the reset (an hour on) and offered to no worker before, and runs
+ * once the reset passes. With `budgets.members_first`, a member's held run resumes before an
+ * outsider's held earlier. A pipeline listing `{ target: cheap, when: over_budget }` runs its
+ * eleventh on the cheap target instead.
  */
 describe("budgets that wait for the period's reset", { timeout: 240_000 }, () => {
   let database: TestDatabase;
@@ -91,12 +98,14 @@ describe("budgets that wait for the period's reset", { timeout: 240_000 }, () =>
   sources:
     review-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
     cheap-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
+    members-hook: { verify: bearer, secret: "\${HOOK_TOKEN}" }
 targets:
   priced:${target(PRICED_KEY, PRICE)}
   cheap:${target(CHEAP_KEY, { input: 10, output: 20 })}
   local: { runtime: command, command: [/bin/cat] }
 budgets:
   repos: { per: day, cost: ${PER_DAY} }
+  members_first: true
 ask:
   targets: [local]
 codehost:
@@ -108,6 +117,12 @@ worker:
       "agents/reviewer/PERSONA.md": "---\nname: reviewer\ndescription: Reviews.\n---\nYou review.\n",
       "pipelines/review.yaml": pipeline("review-hook", "[priced]"),
       "pipelines/review-cheap.yaml": pipeline("cheap-hook", "[priced, { target: cheap, when: over_budget }]"),
+      // an outsider's pull request runs it too (worker/event/gates.ts): the members test needs one
+      "pipelines/review-members.yaml": pipeline(
+        "members-hook",
+        "[priced]",
+        "authors: [owner, member, collaborator, contributor]\n",
+      ),
     });
     const env = { SVC_CONFIG_DIR: dir, SVC_DATABASE_URL: database.url, HOOK_TOKEN, CODEHOST_TOKEN };
     ({ role: ingress, url } = await startIngress(env));
@@ -131,10 +146,15 @@ worker:
     await rm(CLOCK, { force: true });
   });
 
-  const pullRequest = (hook: string, repo: string, number: number) =>
+  /** A pull request event; `author`: GitHub's author_association (none stated: the operator's, an owner's) */
+  const pullRequest = (hook: string, repo: string, number: number, author?: string) =>
     postWebhook(url, hook, HOOK_TOKEN, {
       repository: { full_name: repo },
-      pull_request: { number, head: { sha: String(number).padStart(40, "a"), ref: "feature" } },
+      pull_request: {
+        number,
+        head: { sha: String(number).padStart(40, "a"), ref: "feature" },
+        ...(author ? { author_association: author } : {}),
+      },
     });
 
   /** Ten runs of `repo`, one after another, each completed: the day's budget is spent. */
@@ -145,42 +165,114 @@ worker:
     }
   }
 
+  /** The trigger's one invocation, once it waits for the budget (its trigger says budget_wait). */
+  async function heldRun(triggerId: string): Promise<string> {
+    return waitFor(async () => {
+      const { rows } = await pool.query(
+        `SELECT i.id FROM svc.triggers t JOIN svc.workloads w ON w.trigger_id = t.id
+           JOIN svc.invocations i ON i.workload_id = w.id
+          WHERE t.id = $1 AND t.diagnostic->>'code' = 'budget_wait' AND i.status = 'queued'`,
+        [triggerId],
+      );
+      return rows[0]?.id as string | undefined;
+    }, `the run of ${triggerId} to wait for the budget`);
+  }
+
+  /**
+   * The held run's lane jobs not yet offered to any worker (`created`), each due `dueInS` seconds
+   * from now. (The job its held attempt ran under, kept active as that attempt's lease, is
+   * completed a moment after the release: not one of these.)
+   */
+  async function laneJob(invocationId: string) {
+    const { rows } = await pool.query(
+      `SELECT id, name, priority, state, extract(epoch FROM start_after - now())::float8 AS "dueInS"
+         FROM pgboss.job WHERE data->>'invocationId' = $1 AND name LIKE 'svc-lane-%' AND state = 'created'`,
+      [invocationId],
+    );
+    return rows;
+  }
+
+  /**
+   * The hour to the reset passes: the worker's budget clock goes past midnight, and the held runs'
+   * jobs fall due as they would at the reset (pg-boss's clock is the database's, not injected).
+   */
+  async function passTheReset(invocationIds: string[]): Promise<void> {
+    await setClock(AFTER_MIDNIGHT);
+    await pool.query(
+      `UPDATE pgboss.job SET start_after = now() WHERE data->>'invocationId' = ANY($1) AND state = 'created'`,
+      [invocationIds],
+    );
+  }
+
+  const logsOf = (event: string, invocation: string) =>
+    worker.logs.filter((line) => line.event === event && line.invocation === invocation);
+
   it("the eleventh run waits with budget_wait and runs once the clock passes midnight UTC", async () => {
     const repo = "acme/widgets";
     await spendTheDay("review-hook", repo);
     expect(model.count(PRICED_KEY, "/chat/completions")).toBe(10);
 
     const eleventh = await pullRequest("review-hook", repo, 11);
+    const run = await heldRun(eleventh);
     // what `svc trigger list` prints: the trigger is running, its diagnostic budget_wait
-    const held = await waitFor(async () => {
-      const { rows } = await pool.query("SELECT status, diagnostic FROM svc.triggers WHERE id = $1", [
-        eleventh,
-      ]);
-      return rows[0]?.diagnostic?.code === "budget_wait" ? rows[0] : undefined;
-    }, "the eleventh trigger to wait for the budget");
-    expect(held.status).toBe("running");
-    expect(held.diagnostic.message).toContain(`until ${day(1)}T00:00:00.000Z`);
+    const { rows: held } = await pool.query("SELECT status, diagnostic FROM svc.triggers WHERE id = $1", [
+      eleventh,
+    ]);
+    expect(held[0].status).toBe("running");
+    expect(held[0].diagnostic.message).toContain(`until ${day(1)}T00:00:00.000Z`);
     const sticky = await waitFor(
       async () => github.comments.get(`${repo}#11`)?.find((c) => c.body.includes("budget_wait")),
       "the sticky comment to say the run waits",
     );
     expect(sticky.body).toContain("waits for the budget");
-    // held twice at least (it is offered again and again while the clock stands): no model call
-    await worker.waitForLog(
-      (line) =>
-        line.event === "budget.waiting" &&
-        worker.logs.filter((l) => l.event === "budget.waiting").length >= 2,
-      "the run to be held again",
-    );
+    // scheduled, not polled: its one lane job falls due at the reset, an hour on, and until then
+    // no worker is offered it (claimed once, held once, no model call)
+    const [job, ...more] = await laneJob(run);
+    expect(more).toEqual([]);
+    expect(job).toMatchObject({ name: "svc-lane-priced", state: "created" });
+    expect(job.dueInS).toBeGreaterThan(HOUR - 120);
+    expect(job.dueInS).toBeLessThanOrEqual(HOUR + 1);
+    expect(logsOf("budget.waiting", run)).toHaveLength(1);
+    expect(logsOf("budget.waiting", run)[0]).toMatchObject({ resume_after_s: HOUR });
+    expect(logsOf("invocation.started", run)).toHaveLength(1);
     expect(model.count(PRICED_KEY, "/chat/completions")).toBe(10);
 
-    await setClock(AFTER_MIDNIGHT);
+    await passTheReset([run]);
     const ended = await waitForTrigger(pool, eleventh);
     expect(ended.status, JSON.stringify(ended.diagnostic)).toBe("completed");
     expect(ended.diagnostic).toBeNull();
     expect(model.count(PRICED_KEY, "/chat/completions")).toBe(11);
     const { invocations } = await lineage(pool, eleventh);
     expect(invocations.map((i: { target: string | null }) => i.target)).toEqual(["priced"]);
+    // offered twice in all: once held, once at the reset, where it went ahead
+    expect(logsOf("invocation.started", run)).toHaveLength(2);
+    expect(logsOf("budget.waiting", run)).toHaveLength(1);
+  });
+
+  it("with budgets.members_first a member's held run resumes before an outsider's held earlier", async () => {
+    await setClock(BEFORE_MIDNIGHT);
+    const repo = "acme/members";
+    await spendTheDay("members-hook", repo);
+    // the outsider's pull request is held first, the member's after it
+    const outsider = await heldRun(await pullRequest("members-hook", repo, 11, "CONTRIBUTOR"));
+    const member = await heldRun(await pullRequest("members-hook", repo, 12, "MEMBER"));
+    const [outsiderJob] = await laneJob(outsider);
+    const [memberJob] = await laneJob(member);
+    expect([outsiderJob.priority, memberJob.priority]).toEqual([0, 1]);
+    expect(logsOf("budget.waiting", member)[0]).toMatchObject({ priority: 1 });
+
+    // both fall due at once; the worker has one slot, so the order it takes them in is the order they end
+    await passTheReset([outsider, member]);
+    for (const id of [outsider, member])
+      await waitFor(async () => {
+        const { rows } = await pool.query("SELECT status FROM svc.invocations WHERE id = $1", [id]);
+        return rows[0]?.status === "completed";
+      }, `run ${id} to complete after the reset`);
+    const { rows } = await pool.query(
+      "SELECT id FROM svc.invocations WHERE id = ANY($1) ORDER BY finished_at",
+      [[outsider, member]],
+    );
+    expect(rows.map((row: { id: string }) => row.id)).toEqual([member, outsider]);
   });
 
   it("with { target: cheap, when: over_budget } the eleventh runs on the cheap target instead", async () => {

@@ -77,6 +77,24 @@ describe("budgets of daemon.yaml and over_budget targets", () => {
     );
   });
 
+  it("reads budgets.members_first, and refuses anything but true or false, naming the key and what it does", async () => {
+    const first = await load("budgets:\n  repos: { per: day, cost: 5 }\n  members_first: true\n");
+    expect(first.problems).toEqual([]);
+    if (first.ok)
+      expect(first.config.budgets).toEqual({ repos: { per: "day", cost: 5 }, membersFirst: true });
+    const wrong = await load("budgets:\n  repos: { per: day, cost: 5 }\n  members_first: yes\n");
+    expect(wrong.ok).toBe(false);
+    expect(messages(wrong)).toEqual([
+      expect.stringContaining(
+        '"budgets.members_first" must be true or false (got "yes") - true resumes the held runs of the repository\'s team',
+      ),
+    ]);
+    const alone = await load("budgets:\n  members_first: true\n");
+    expect(alone.problems.map((p) => [p.severity, p.message])).toEqual([
+      ["warning", expect.stringContaining("neither is set - add one, or delete members_first")],
+    ]);
+  });
+
   it("refuses an over_budget entry with another `when` or an undefined target", async () => {
     const other = await load("", "[claude, { target: haiku, when: always }]");
     expect(messages(other)).toEqual([
