@@ -28,10 +28,12 @@ export interface LockedTrigger {
   pull_head: PullHead | null;
   /** its runs' outputs are held back and recorded instead of published (migration 100) */
   hold_outputs: boolean;
+  /** set on a backtest's replay: its `source` names the pipeline whose candidate it runs (migration 105) */
+  backtest_id: string | null;
 }
 
 const LOCKED_COLUMNS = `t.id, t.kind, t.source, t.event_name, t.status, t.payload, t.owner, t.replay_of, t.eval_run_id,
-       t.author_association, t.pull_head, t.hold_outputs, EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
+       t.author_association, t.pull_head, t.hold_outputs, t.backtest_id, EXISTS (SELECT 1 FROM svc.workloads w WHERE w.trigger_id = t.id) AS has_workloads`;
 
 /**
  * Row-locks a batch of triggers for one dispatch transaction, in id order so that two workers

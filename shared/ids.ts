@@ -11,6 +11,7 @@ export const ID_PREFIXES = {
   token: "tok_",
   evalCase: "evc_",
   evalRun: "evr_",
+  backtest: "bkt_",
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;
@@ -29,7 +30,7 @@ export function newId(kind: IdKind): string {
   return ID_PREFIXES[kind] + body;
 }
 
-const ID_PATTERN = /^(trg|run|inv|tsk|art|not|tok|evc|evr)_[a-z2-7]+$/;
+const ID_PATTERN = /^(trg|run|inv|tsk|art|not|tok|evc|evr|bkt)_[a-z2-7]+$/;
 
 export function isId(value: string): boolean {
   return ID_PATTERN.test(value);

@@ -1,4 +1,5 @@
 import { ADMIN_ROUTES } from "./routes/admin.ts";
+import { BACKTEST_ROUTES } from "./routes/backtests.ts";
 import { EVAL_ROUTES } from "./routes/evals.ts";
 import { IDENTITY_ROUTES } from "./routes/identity.ts";
 import { KNOWLEDGE_ROUTES } from "./routes/knowledge.ts";
@@ -23,6 +24,7 @@ export const API_ROUTES: readonly RouteSpec[] = [
   ...KNOWLEDGE_ROUTES,
   ...REPO_ROUTES,
   ...EVAL_ROUTES,
+  ...BACKTEST_ROUTES,
   ...ADMIN_ROUTES,
   ...TOOL_ROUTES,
 ];

@@ -40,6 +40,10 @@ export interface CodehostReads {
   openPulls(repo: string): Promise<OpenPull[]>;
   /** one pull request as GitHub's REST API answers it (the shape of a webhook's `pull_request`) */
   pull(repo: string, number: number): Promise<GithubPull>;
+  /** a pull request's review comments, every page (a backtest's human comments) */
+  reviewComments(repo: string, number: number): Promise<unknown[]>;
+  /** the files changed from `base` to `head`, with their patches (a backtest's later fixes) */
+  compare(repo: string, base: string, head: string): Promise<unknown[]>;
 }
 
 /** The parts of GitHub's pull request object a rehearsal builds its event from. */
@@ -117,6 +121,34 @@ export function codehostReads(deps: {
           throw refusal(error, repo, token, identityOf(deps.config));
         });
       return data as unknown as GithubPull;
+    },
+    async reviewComments(repo, number) {
+      const { octokit, token } = await connect(repo);
+      const [owner, name] = repo.split("/");
+      return (await octokit
+        .paginate("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", {
+          owner: owner!,
+          repo: name!,
+          pull_number: number,
+          per_page: 100,
+        })
+        .catch((error: unknown) => {
+          throw refusal(error, repo, token, identityOf(deps.config));
+        })) as unknown[];
+    },
+    async compare(repo, base, head) {
+      const { octokit, token } = await connect(repo);
+      const [owner, name] = repo.split("/");
+      const { data } = await octokit
+        .request("GET /repos/{owner}/{repo}/compare/{basehead}", {
+          owner: owner!,
+          repo: name!,
+          basehead: `${base}...${head}`,
+        })
+        .catch((error: unknown) => {
+          throw refusal(error, repo, token, identityOf(deps.config));
+        });
+      return (data.files ?? []) as unknown[];
     },
   };
 }

@@ -17,7 +17,7 @@ import {
 import { type LockedTrigger, lockTriggers, settleTriggerIn } from "../../db/trigger-status.ts";
 import { setTriggerStatuses, type TriggerStatus } from "../../db/triggers.ts";
 import type { ConfigSnapshot, Pipeline } from "../../shared/config/types.ts";
-import type { Diagnostic } from "../../shared/diagnostics.ts";
+import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
 import { newId } from "../../shared/ids.ts";
 import type { Logger } from "../../shared/logger.ts";
 import { DISPATCH_QUEUE, type DispatchJob, type InvocationJob } from "../../shared/queues.ts";
@@ -151,8 +151,7 @@ async function resolveBatch(
     if (trigger.status !== "queued" || trigger.has_workloads) continue;
     const event = await resolveEvent(client, trigger);
     events.set(trigger.id, event);
-    const evalRun = trigger.eval_run_id !== null;
-    for (const pipeline of pipelinesFor(deps.config, event, evalRun)) {
+    for (const pipeline of pipelinesFor(deps.config, event, onePipeline(trigger))) {
       const group = concurrencyGroup(pipeline, event.context, apart(trigger));
       if (group) groups.push(group);
     }
@@ -220,7 +219,7 @@ async function dispatchTrigger(
     trigger,
     await withGitlabAuthor(deps, client, trigger, stated),
   );
-  const evalRun = trigger.eval_run_id !== null;
+  const evalRun = onePipeline(trigger);
   // a pull request's changed files, read only when a `paths` filter of a matched pipeline needs them
   const files = await changedFilesFor(deps, event, evalRun);
   const admission = await admit(deps.config, client, event, evalRun, files);
@@ -230,6 +229,8 @@ async function dispatchTrigger(
   const unknown = unknownReference(deps.config, pipelines, event.context);
   if (unknown) return { kind: "discarded", diagnostic: unknown };
   if (pipelines.length === 0) return { kind: "none", diagnostic: noMatch(event), gated, reaction };
+  if (trigger.backtest_id !== null && !pipelines[0]!.shadow?.candidate)
+    return { kind: "discarded", diagnostic: noCandidate(pipelines[0]!) };
   const claimFor = claims.left > 0 ? claims.workerId : undefined;
   const run = await createRun(deps, client, { trigger, event, pipelines, claimFor }, batch);
   if (run.claimed) claims.left -= 1;
@@ -284,14 +285,19 @@ async function createRun(
   const superseded: SupersededRun[] = [];
   let claimed: ClaimedRun | undefined;
   // the live runs first, so a shadow (a candidate version, outputs held back) never goes before them
-  const runs = [
-    ...run.pipelines.map((pipeline) => ({ pipeline, shadow: false })),
-    ...(apart(trigger) ? [] : shadowsOf(run.pipelines, trigger.id)),
-  ];
+  // a backtest's replay runs the candidate alone (its pipeline's, checked by dispatchTrigger)
+  const runs =
+    trigger.backtest_id !== null
+      ? run.pipelines.map((pipeline) => ({ pipeline: pipeline.shadow!.candidate!, shadow: true }))
+      : [
+          ...run.pipelines.map((pipeline) => ({ pipeline, shadow: false })),
+          ...(apart(trigger) ? [] : shadowsOf(run.pipelines, trigger.id)),
+        ];
   for (const { pipeline, shadow } of runs) {
     const workloadId = newId("workload");
     const invocationId = newId("invocation");
-    const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets);
+    // a shadow waits on its target's shadow lane, fetched after every live run (lanes.ts)
+    const lane = laneFor(pipeline, config, deps.cooldowns, deps.secrets, shadow);
     const group = shadow ? null : concurrencyGroup(pipeline, event.context, apart(trigger));
     const rows: QueuedRun = {
       workloadId,
@@ -372,6 +378,19 @@ function shadowsOf(pipelines: Pipeline[], triggerId: string): { pipeline: Pipeli
       createHash("sha256").update(`${triggerId}:${pipeline.name}`).digest().readUInt32BE(0) / 2 ** 32;
     return draw < shadow.share ? [{ pipeline: shadow.candidate, shadow: true as const }] : [];
   });
+}
+
+/** An eval run's or a backtest's replay runs the one pipeline its `source` names (worker/event/match.ts). */
+function onePipeline(trigger: LockedTrigger): boolean {
+  return trigger.eval_run_id !== null || trigger.backtest_id !== null;
+}
+
+/** A backtest's replay whose pipeline no longer has the shadow candidate it was started for. */
+function noCandidate(pipeline: Pipeline): Diagnostic {
+  return diagnostic(
+    "no_matching_pipeline",
+    `the backtest replays the shadow candidate of pipeline ${pipeline.name}, which names none this worker loaded now; set shadow.version_file again (svc pipeline shadow ${pipeline.name} <file>) and start a new backtest`,
+  );
 }
 
 /**

@@ -2,7 +2,7 @@ import { checkKeys, mapping, quote, type YamlMap } from "../read.ts";
 import type { ConfigFile } from "../source.ts";
 import type { Pipeline, ShadowVersion } from "../types.ts";
 
-const VERSION_FILE = /^pipelines\/[A-Za-z0-9][A-Za-z0-9._-]*\.yaml$/;
+export const VERSION_FILE = /^pipelines\/[A-Za-z0-9][A-Za-z0-9._-]*\.yaml$/;
 
 /**
  * `shadow: { version_file, share }` (issue 57): a candidate version of this pipeline, read from

@@ -1,0 +1,285 @@
+import type pg from "pg";
+import type { PgBoss } from "pg-boss";
+import { newId } from "../shared/ids.ts";
+import type { Queryable } from "./queryable.ts";
+import { recordTriggers } from "./record-trigger.ts";
+
+/**
+ * Backtests (issue 57, migration 105): a pipeline's candidate version replayed on the recorded
+ * events of merged pull requests. The selection reads svc.triggers only: a pull request counts as
+ * merged when svc recorded its `pull_request.closed` delivery with `merged: true`, and what is
+ * replayed is a `pull_request` delivery svc recorded before that (opened, reopened, synchronize,
+ * ready_for_review), never a held one (a rehearsal's or another backtest's).
+ */
+
+/** The recorded events a review answers: the head they name is the code the replay checks out. */
+export const CODE_EVENTS = [
+  "pull_request.opened",
+  "pull_request.reopened",
+  "pull_request.synchronize",
+  "pull_request.ready_for_review",
+];
+
+export interface BacktestSelection {
+  /** merged at or after this time */
+  since?: Date;
+  /** merged pull requests of these repositories whose number is in [from, to] */
+  pulls?: { repo: string; from: number; to: number }[];
+  /**
+   * `first`: the first recorded event (the head reviewers first saw; every later push is a "later
+   * fix"); `last`: the last one before the merge
+   */
+  at: "first" | "last";
+  limit: number;
+}
+
+/** A merged pull request and the recorded event a backtest would replay (null: none was recorded). */
+export interface MergedPull {
+  repo: string;
+  number: number;
+  mergedAt: Date;
+  finalHead: string;
+  event: { trigger: string; name: string; payload: unknown; head: string } | null;
+}
+
+export async function mergedPulls(db: Queryable, selection: BacktestSelection): Promise<MergedPull[]> {
+  const pulls = selection.pulls ?? null;
+  const { rows } = await db.query<{
+    repo: string;
+    number: number;
+    merged_at: Date;
+    final_head: string;
+    event_id: string | null;
+    event_name: string | null;
+    payload: unknown;
+    head: string | null;
+  }>(
+    `WITH merges AS (
+       SELECT DISTINCT ON (repo, number) t.created_at AS merged_at, t.payload->'repository'->>'full_name' AS repo,
+              (t.payload->'pull_request'->>'number')::int AS number,
+              t.payload->'pull_request'->'head'->>'sha' AS final_head
+         FROM svc.triggers t
+        WHERE t.kind = 'codehost' AND t.event_name = 'pull_request.closed' AND NOT t.hold_outputs
+          AND t.payload->'pull_request'->>'merged' = 'true'
+          AND ($1::timestamptz IS NULL OR t.created_at >= $1)
+        ORDER BY repo, number, t.created_at DESC
+     )
+     SELECT m.repo, m.number, m.merged_at, m.final_head, e.id AS event_id, e.event_name, e.payload,
+            e.payload->'pull_request'->'head'->>'sha' AS head
+       FROM merges m
+       LEFT JOIN LATERAL (
+         SELECT id, event_name, payload, created_at FROM svc.triggers e
+          WHERE e.kind = 'codehost' AND e.event_name = ANY($2::text[]) AND NOT e.hold_outputs
+            AND e.created_at <= m.merged_at
+            AND e.payload->'repository'->>'full_name' = m.repo
+            AND e.payload->'pull_request'->>'number' = m.number::text
+          ORDER BY CASE WHEN $3 = 'first' THEN e.created_at END ASC, e.created_at DESC
+          LIMIT 1
+       ) e ON true
+      WHERE m.repo IS NOT NULL AND m.final_head IS NOT NULL
+        AND ($4::text[] IS NULL OR EXISTS (
+              SELECT 1 FROM unnest($4::text[], $5::int[], $6::int[]) AS p(repo, lo, hi)
+               WHERE p.repo = m.repo AND m.number BETWEEN p.lo AND p.hi))
+      ORDER BY m.merged_at DESC, m.repo, m.number
+      LIMIT $7`,
+    [
+      selection.since ?? null,
+      CODE_EVENTS,
+      selection.at,
+      pulls?.map((p) => p.repo) ?? null,
+      pulls?.map((p) => p.from) ?? null,
+      pulls?.map((p) => p.to) ?? null,
+      selection.limit,
+    ],
+  );
+  return rows.map((row) => ({
+    repo: row.repo,
+    number: row.number,
+    mergedAt: row.merged_at,
+    finalHead: row.final_head,
+    event:
+      row.event_id && row.event_name && row.head
+        ? { trigger: row.event_id, name: row.event_name, payload: row.payload, head: row.head }
+        : null,
+  }));
+}
+
+export interface NewBacktest {
+  pipeline: string;
+  versionFile: string;
+  candidateVersion: string;
+  liveVersion: string;
+  selection: Record<string, unknown>;
+  owner: string | null;
+  /** merged pull requests with a recorded event */
+  pulls: (MergedPull & { event: NonNullable<MergedPull["event"]> })[];
+}
+
+/**
+ * Records the backtest, its items and one held replay trigger per pull request in one transaction:
+ * a `replay` trigger whose `source` is the pipeline and whose `backtest_id` names the backtest, so
+ * dispatch runs that pipeline's shadow candidate alone on the recorded event, its outputs held back.
+ */
+export async function startBacktest(pool: pg.Pool, boss: PgBoss, backtest: NewBacktest): Promise<string> {
+  const id = newId("backtest");
+  await recordTriggers(
+    pool,
+    boss,
+    backtest.pulls.map((pull) => ({
+      kind: "replay" as const,
+      source: backtest.pipeline,
+      eventName: pull.event.name,
+      deliveryId: null,
+      payloadJson: JSON.stringify(pull.event.payload),
+      owner: backtest.owner,
+      holdOutputs: true,
+    })),
+    async (client, recorded) => {
+      await client.query(
+        `INSERT INTO svc.backtests (id, pipeline, version_file, candidate_version, live_version, selection, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [
+          id,
+          backtest.pipeline,
+          backtest.versionFile,
+          backtest.candidateVersion,
+          backtest.liveVersion,
+          JSON.stringify(backtest.selection),
+          backtest.owner,
+        ],
+      );
+      const triggers = recorded.map((trigger) => trigger.id);
+      await client.query("UPDATE svc.triggers SET backtest_id = $1 WHERE id = ANY($2::text[])", [
+        id,
+        triggers,
+      ]);
+      const pulls = backtest.pulls;
+      await client.query(
+        `INSERT INTO svc.backtest_items
+           (backtest_id, repo, pull_number, replayed_trigger_id, trigger_id, head_sha, final_head_sha, merged_at)
+         SELECT $1, r, n, e, t, h, f, m
+           FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
+                AS x(r, n, e, t, h, f, m)`,
+        [
+          id,
+          pulls.map((p) => p.repo),
+          pulls.map((p) => p.number),
+          pulls.map((p) => p.event.trigger),
+          triggers,
+          pulls.map((p) => p.event.head),
+          pulls.map((p) => p.finalHead),
+          pulls.map((p) => p.mergedAt),
+        ],
+      );
+    },
+  );
+  return id;
+}
+
+export interface BacktestRow {
+  id: string;
+  pipeline: string;
+  versionFile: string;
+  candidateVersion: string;
+  liveVersion: string;
+  selection: Record<string, unknown>;
+  createdBy: string | null;
+  createdAt: Date;
+}
+
+/** A run as a backtest reads it: the candidate's replay, or the live run of the replayed event. */
+export interface BacktestRun {
+  invocation: string;
+  status: string;
+  version: string | null;
+  code: string | null;
+  result: unknown;
+  /** the `held/outputs.json` artifact's text, when the run's outputs were held back */
+  held: string | null;
+}
+
+export interface BacktestItem {
+  repo: string;
+  number: number;
+  replayedTrigger: string | null;
+  trigger: string | null;
+  triggerStatus: string | null;
+  head: string;
+  finalHead: string;
+  mergedAt: Date;
+  comparison: unknown;
+  candidate: BacktestRun | null;
+  live: BacktestRun | null;
+}
+
+export async function getBacktest(db: Queryable, id: string): Promise<BacktestRow | undefined> {
+  const { rows } = await db.query<BacktestRow>(
+    `SELECT id, pipeline, version_file AS "versionFile", candidate_version AS "candidateVersion",
+            live_version AS "liveVersion", selection, created_by AS "createdBy", created_at AS "createdAt"
+       FROM svc.backtests WHERE id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+/**
+ * A backtest's pull requests with the candidate's run (the shadow invocation of the replay trigger)
+ * and the live run of the same pipeline on the event that was replayed, when there was one.
+ */
+export async function backtestItems(db: Queryable, backtest: BacktestRow): Promise<BacktestItem[]> {
+  // the candidate's is the shadow run of the replay; the live one the replayed event's own
+  const run = (trigger: string, shadow: boolean) => `(SELECT jsonb_build_object(
+        'invocation', i.id, 'status', i.status, 'version', w.pipeline_version,
+        'code', i.diagnostic->>'code', 'result', i.result,
+        'held', (SELECT a.rendered FROM svc.artifacts a WHERE a.invocation_id = i.id AND a.name = 'held/outputs.json'))
+      FROM svc.workloads w JOIN svc.invocations i ON i.workload_id = w.id
+     WHERE w.trigger_id = ${trigger} AND w.pipeline = $2 AND i.shadow = ${shadow}
+     ORDER BY i.created_at DESC LIMIT 1)`;
+  const { rows } = await db.query<{
+    repo: string;
+    pull_number: number;
+    replayed_trigger_id: string | null;
+    trigger_id: string | null;
+    trigger_status: string | null;
+    head_sha: string;
+    final_head_sha: string;
+    merged_at: Date;
+    comparison: unknown;
+    candidate: BacktestRun | null;
+    live: BacktestRun | null;
+  }>(
+    `SELECT b.repo, b.pull_number, b.replayed_trigger_id, b.trigger_id, t.status AS trigger_status,
+            b.head_sha, b.final_head_sha, b.merged_at, b.comparison,
+            ${run("b.trigger_id", true)} AS candidate, ${run("b.replayed_trigger_id", false)} AS live
+       FROM svc.backtest_items b LEFT JOIN svc.triggers t ON t.id = b.trigger_id
+      WHERE b.backtest_id = $1
+      ORDER BY b.merged_at DESC, b.repo, b.pull_number`,
+    [backtest.id, backtest.pipeline],
+  );
+  return rows.map((row) => ({
+    repo: row.repo,
+    number: row.pull_number,
+    replayedTrigger: row.replayed_trigger_id,
+    trigger: row.trigger_id,
+    triggerStatus: row.trigger_status,
+    head: row.head_sha,
+    finalHead: row.final_head_sha,
+    mergedAt: row.merged_at,
+    comparison: row.comparison,
+    candidate: row.candidate,
+    live: row.live,
+  }));
+}
+
+/** Keeps an item's comparison, computed once its run ended (the reads behind it cost API calls). */
+export async function saveComparison(
+  db: Queryable,
+  backtest: string,
+  item: { repo: string; number: number },
+  comparison: unknown,
+): Promise<void> {
+  await db.query(
+    "UPDATE svc.backtest_items SET comparison = $4 WHERE backtest_id = $1 AND repo = $2 AND pull_number = $3",
+    [backtest, item.repo, item.number, JSON.stringify(comparison)],
+  );
+}
