@@ -1,8 +1,10 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import {
+  type Behaviour,
   finalText,
   LoopbackModel,
   offeredTool,
+  type ScriptedCall,
   type SeenRequest,
   sendEvents,
   sendJson,
@@ -36,6 +38,16 @@ interface Message {
  */
 export class FakeAnthropic extends LoopbackModel {
   #ids = 0;
+  readonly #stalls = new Map<string, number>();
+
+  /**
+   * Requests of `key` sent once the conversation holds `results` tool results get no answer, their
+   * connection left open until the fake stops: a model that stops responding mid-run, which only
+   * the target's timeout ends.
+   */
+  stall(key: string, results: number): void {
+    this.#stalls.set(key, results);
+  }
 
   protected keyOf(request: IncomingMessage): string {
     const key = request.headers["x-api-key"];
@@ -45,6 +57,19 @@ export class FakeAnthropic extends LoopbackModel {
   protected cwdOf(text: string): string | undefined {
     // Claude Code's system prompt: "Primary working directory: <path>" (a JSON string here)
     return /Primary working directory: ([^\\"]+)/.exec(text)?.[1];
+  }
+
+  /** `{run_dir}` too: the RUN_DIR svc's claude-code runtime states in its system prompt for a review's result so far. */
+  protected override scriptedCall(
+    behaviour: Behaviour,
+    index: number,
+    request: SeenRequest,
+  ): ScriptedCall | undefined {
+    const call = super.scriptedCall(behaviour, index, request);
+    if (!call) return undefined;
+    const runDir =
+      /`\$RUN_DIR` in this run is `([^`\\"]+)`/.exec(request.text)?.[1] ?? "/nonexistent-run-dir";
+    return JSON.parse(JSON.stringify(call).split("{run_dir}").join(runDir)) as ScriptedCall;
   }
 
   protected answer(request: SeenRequest, response: ServerResponse): void {
@@ -66,6 +91,8 @@ export class FakeAnthropic extends LoopbackModel {
       return;
     }
     const body = request.body ?? {};
+    const stallAt = this.#stalls.get(request.key);
+    if (stallAt !== undefined && toolResults((body.messages ?? []) as Message[]) >= stallAt) return;
     const tools = ((body.tools ?? []) as { name?: string }[]).map((tool) => tool.name ?? "");
     const called = calledTools((body.messages ?? []) as Message[]);
     const note = offeredTool(tools, "submit_note");

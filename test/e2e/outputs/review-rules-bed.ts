@@ -4,9 +4,11 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pg from "pg";
+import { installPinnedCli } from "../../support/agent-clis.ts";
 import { createTestDatabase, type TestDatabase } from "../../support/database.ts";
 import { testGit } from "../../support/git.ts";
 import { type GitHost, gitHost } from "../../support/git-smart-http.ts";
+import { FakeAnthropic } from "../agents/fake-anthropic.ts";
 import { type RoleProcess, startIngress, startWorkerProcess, writeConfigDir } from "../worker/processes.ts";
 import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
 import { PR_PAYLOAD, postSignedDelivery } from "./pull-request.ts";
@@ -26,11 +28,17 @@ const COMMENT = JSON.parse(
  * origin (`acme/widgets`, read with the default identity's token), for the review tests of issue
  * 56: large pull requests, partial results and rules per path. Each agent leaves its prompt in
  * `out/<invocation>/prompt` and answers what the test wrote to `out/<pipeline>.json` beforehand;
- * the `claude` agent is a stand-in for Claude Code that writes its result so far to
- * `$RUN_DIR/result.partial.json` and then reports its turn limit, as the CLI does.
+ * the `claude` target is the pinned Claude Code talking to the loopback Anthropic API, whose
+ * model the test scripts with `CLAUDE_KEY`.
  */
 export const REPO = "acme/widgets";
 export const CODEHOST_TOKEN = "ghs_reviewRulesIdentity0001";
+/** the `claude` target's credential: the key the scripted model answers */
+export const CLAUDE_KEY = "sk-ant-review-rules-0001";
+/** the `claude-slow` target's credential (no turn limit, a timeout instead) */
+export const CLAUDE_SLOW_KEY = "sk-ant-review-rules-0002";
+/** what a file outside the worktree holds, linked from RUN_DIR by the `partial` pipeline's setup step */
+export const RUN_DIR_CANARY = "svc-canary-beside-run-dir-5e1a";
 const MEMBER_TOKEN = "ghp_reviewRulesMember0001";
 const SECRET = "e2e-review-rules-secret";
 
@@ -39,16 +47,6 @@ d="$OUT/$(basename "$(dirname "$RUN_DIR")")"
 mkdir -p "$d"
 cat > "$d/prompt"
 cat "$OUT/$RESULT.json"
-`;
-
-const CLAUDE = `#!/bin/sh
-d="$OUT/$(basename "$(dirname "$RUN_DIR")")"
-mkdir -p "$d"
-cat > "$d/prompt"
-cp "$OUT/$RESULT.json" "$RUN_DIR/result.partial.json"
-echo '{"type":"system","subtype":"init","mcp_servers":[]}'
-echo '{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":3}'
-exit 1
 `;
 
 const REVIEW_OUTPUT = `result:
@@ -92,9 +90,20 @@ outputs:
   review: { handler: codehost.review, sticky: true }
 `,
   },
+  // the setup step (the repository's code) links a file outside the worktree into RUN_DIR, which
+  // the review's agent may read and write its result so far in
   partial: {
     on: "pull_request.edited",
     target: "claude",
+    extra: `setup:
+  - run: ln -s "$OUT/canary.txt" "$RUN_DIR/leak"
+outputs:
+  review: { handler: codehost.review }
+`,
+  },
+  "partial-timeout": {
+    on: "pull_request.synchronize",
+    target: "claude-slow",
     extra: `outputs:
   review: { handler: codehost.review }
 `,
@@ -103,13 +112,15 @@ outputs:
 
 export interface ReviewBed {
   github: FakeGitHub;
+  /** the model API of the `claude` target: script it with `behave(CLAUDE_KEY, …)` */
+  anthropic: FakeAnthropic;
   pool: pg.Pool;
   out: string;
   /** commits `files` in the work tree (a null text removes the file); the commit */
   commit(files: Record<string, string | null>, message: string): string;
   push(sha: string, ref: string): void;
   git0(args: string[]): string;
-  /** what the agent of `pipeline` answers (for `partial`: its result so far) */
+  /** what the command agent of `pipeline` answers */
   answer(pipeline: string, result: unknown): Promise<void>;
   /** the pull request as `GET /repos/.../pulls/{n}` answers it (dispatch reads a comment's pull request) */
   host(pull: { number: number; head: string; base: string }): void;
@@ -124,6 +135,9 @@ export interface ReviewBed {
 }
 
 export async function startReviewBed(adminDatabaseUrl: string): Promise<ReviewBed> {
+  const claude = await installPinnedCli("claude-code");
+  const anthropic = new FakeAnthropic();
+  await anthropic.start();
   const database: TestDatabase = await createTestDatabase(adminDatabaseUrl);
   const git: GitHost = gitHost({ authorize: (token) => (token === CODEHOST_TOKEN ? true : "unknown") });
   const pulls: Record<string, unknown>[] = [];
@@ -137,7 +151,7 @@ export async function startReviewBed(adminDatabaseUrl: string): Promise<ReviewBe
   const run = testGit(work);
   run(["init", "--quiet", "--initial-branch=main", work]);
   git.createRepo(REPO, { private: true });
-  writeFileSync(join(out, "claude"), CLAUDE, { mode: 0o755 });
+  writeFileSync(join(out, "canary.txt"), `${RUN_DIR_CANARY}\n`);
   const pipelines = Object.fromEntries(
     Object.entries(PIPELINES).map(([name, p]) => [
       `pipelines/${name}.yaml`,
@@ -164,10 +178,18 @@ targets:
   claude:
     runtime: claude-code
     model: claude-sonnet-4-5
-    bin: ${join(out, "claude")}
+    base_url: ${anthropic.url}
+    bin: ${claude}
     max_turns: 3
     timeout: 60s
     credentials: [{ name: main, secret: "\${CLAUDE_KEY}" }]
+  claude-slow:
+    runtime: claude-code
+    model: claude-sonnet-4-5
+    base_url: ${anthropic.url}
+    bin: ${claude}
+    timeout: 20s
+    credentials: [{ name: main, secret: "\${CLAUDE_SLOW_KEY}" }]
 ask:
   targets: [agent]
 repos:
@@ -188,7 +210,8 @@ codehost:
     SVC_DATABASE_URL: database.url,
     GITHUB_SECRET: SECRET,
     CODEHOST_TOKEN,
-    CLAUDE_KEY: "sk-ant-review-rules-0001",
+    CLAUDE_KEY,
+    CLAUDE_SLOW_KEY,
   };
   const { role: ingress, url } = await startIngress(env);
   let worker: RoleProcess;
@@ -207,6 +230,7 @@ codehost:
   };
   return {
     github,
+    anthropic,
     pool,
     out,
     host(pull) {
@@ -280,6 +304,7 @@ codehost:
       await pool.end();
       await database.drop();
       await github.close();
+      await anthropic.stop();
       git.close();
       for (const path of [dir, out, work]) await rm(path, { recursive: true, force: true });
     },

@@ -2,7 +2,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { lineage, waitForTrigger } from "../../integration/worker/helpers.ts";
-import { REPO, type ReviewBed, startReviewBed } from "./review-rules-bed.ts";
+import {
+  CLAUDE_KEY,
+  CLAUDE_SLOW_KEY,
+  REPO,
+  type ReviewBed,
+  RUN_DIR_CANARY,
+  startReviewBed,
+} from "./review-rules-bed.ts";
 
 const THREAD = `${REPO}#7`;
 /** the pull request's diff as the loopback GitHub lists it: where inline findings may land */
@@ -20,10 +27,19 @@ const FILES = [
   },
 ];
 
+/** The results of Claude Code's tool calls as the model got them back, in call order. */
+function toolResults(body: Record<string, unknown> | undefined): { text: string; isError: boolean }[] {
+  const messages = (body?.messages ?? []) as { content: string | Record<string, unknown>[] }[];
+  return messages
+    .flatMap((message) => (typeof message.content === "string" ? [] : message.content))
+    .filter((block) => block.type === "tool_result")
+    .map((block) => ({ text: JSON.stringify(block.content), isError: block.is_error === true }));
+}
+
 /**
  * Issue 56, parts 2 and 3, against the loopback GitHub with real ingress and worker processes and
  * a real repository: a pull request over review.max_changed_lines is not reviewed and says why; a
- * review stopped at its turn limit publishes its result so far, marked; the rules of the changed
+ * review the pinned Claude Code stopped at its turn limit publishes its result so far, marked; the rules of the changed
  * paths reach the prompt, from the pipeline and the base commit only; findings on ignored paths
  * are dropped and counted.
  */
@@ -143,26 +159,88 @@ describe("reviews: large pull requests, partial results, rules per path", () => 
     expect(JSON.stringify(review)).not.toContain("SNAP-FINDING");
   });
 
-  it("a review stopped at its turn limit publishes its result so far, marked incomplete, and the run fails with the limit", async () => {
-    await bed.answer("partial", {
-      review: {
-        event: "COMMENT",
-        body: "So far: one finding.",
-        comments: [{ path: "db/1.sql", line: 1, body: "PARTIAL-FINDING: no primary key." }],
-      },
-    });
-    const before = (bed.github.reviews.get(THREAD) ?? []).length;
-    const { invocation } = await finish(await bed.deliver("edited", { number: 7, head, base }));
-    expect(invocation.status).toBe("failed");
-    expect(invocation.diagnostic).toMatchObject({ code: "agent_turn_limit" });
-    expect(invocation.diagnostic.message).toContain("its result so far (result.partial.json) is published");
-    expect(prompt(invocation.id)).toContain("$RUN_DIR/result.partial.json");
+  /** a finding on db/1.sql in the review the model keeps as its result so far */
+  const partialReview = (finding: string) => ({
+    review: {
+      event: "COMMENT",
+      body: "So far: one finding.",
+      comments: [{ path: "db/1.sql", line: 1, body: finding }],
+    },
+  });
+  const write = (result: unknown) => ({
+    name: "Write",
+    input: { file_path: "{run_dir}/result.partial.json", content: JSON.stringify(result) },
+  });
+  const read = (path: string) => ({ name: "Read", input: { file_path: path } });
+  /** the review the run published last, after checking it is new and marked incomplete at `limit` */
+  const incompleteReview = (before: number, limit: "turn" | "time") => {
     const reviews = bed.github.reviews.get(THREAD) ?? [];
     expect(reviews).toHaveLength(before + 1);
     const review = reviews.at(-1)!;
     expect(review.body).toMatch(
-      /^⚠️ \*\*incomplete: stopped at its turn limit\*\*[^\n]*\n\nSo far: one finding\./,
+      new RegExp(
+        `^⚠️ \\*\\*incomplete: stopped at its ${limit} limit\\*\\*[^\\n]*\\n\\nSo far: one finding\\.`,
+      ),
     );
-    expect(review.comments).toMatchObject([{ path: "db/1.sql", line: 1 }]);
+    return review;
+  };
+
+  it("Claude Code stopped at its turn limit: the result so far it wrote is published, marked incomplete, and the run fails with the limit", async () => {
+    // the model writes its result so far where the system prompt says RUN_DIR is, reads what the
+    // setup step linked there from outside the worktree, and keeps reading until Claude Code's
+    // --max-turns (the target's max_turns: 3) ends the run
+    bed.anthropic.behave(CLAUDE_KEY, {
+      kind: "script",
+      calls: [
+        write(partialReview("PARTIAL-FINDING: no primary key.")),
+        read("{run_dir}/leak"),
+        ...Array.from({ length: 5 }, () => read("{cwd}/db/1.sql")),
+      ],
+      note: { title: "unused", body: "unused" },
+      result: { review: { event: "COMMENT", body: "NEVER-FINISHED" } },
+    });
+    const before = (bed.github.reviews.get(THREAD) ?? []).length;
+    const { invocation, tasks } = await finish(await bed.deliver("edited", { number: 7, head, base }));
+    const agent = tasks.find((task) => task.kind === "agent");
+    expect(invocation.status, JSON.stringify(agent?.diagnostic)).toBe("failed");
+    expect(invocation.diagnostic).toMatchObject({ code: "agent_turn_limit" });
+    expect(invocation.diagnostic.message).toContain(
+      "reached its limit of 3 turns without a final answer; raise targets.claude.max_turns or simplify the task; its result so far (result.partial.json) is published, marked incomplete",
+    );
+    // the CLI was told the file and the path RUN_DIR has; its Write succeeded, the linked read did not
+    const seen = bed.anthropic.seen(CLAUDE_KEY, "/v1/messages");
+    expect(seen[0]!.text).toContain("$RUN_DIR/result.partial.json");
+    expect(seen[0]!.text).toMatch(/`\$RUN_DIR` in this run is `\/[^`]+\/run`/);
+    const results = toolResults(seen.at(-1)!.body);
+    expect(results.slice(0, 2)).toMatchObject([{ isError: false }, { isError: true }]);
+    for (const request of seen) expect(request.text).not.toContain(RUN_DIR_CANARY);
+    const review = incompleteReview(before, "turn");
+    expect(review.comments).toMatchObject([
+      { path: "db/1.sql", line: 1, body: expect.stringContaining("PARTIAL-FINDING: no primary key.") },
+    ]);
+    expect(JSON.stringify(bed.github.reviews.get(THREAD))).not.toContain("NEVER-FINISHED");
+  });
+
+  it("Claude Code killed at the target's timeout: the result so far it wrote is published, marked incomplete, and the run fails with agent_timeout", async () => {
+    // after its Write the model stops answering: only the target's timeout (20s) ends the CLI
+    bed.anthropic.behave(CLAUDE_SLOW_KEY, {
+      kind: "script",
+      calls: [write(partialReview("TIMEOUT-FINDING: no primary key."))],
+      note: { title: "unused", body: "unused" },
+      result: { review: { event: "COMMENT", body: "NEVER-FINISHED" } },
+    });
+    bed.anthropic.stall(CLAUDE_SLOW_KEY, 1);
+    const before = (bed.github.reviews.get(THREAD) ?? []).length;
+    const { invocation, tasks } = await finish(await bed.deliver("synchronize", { number: 7, head, base }));
+    const agent = tasks.find((task) => task.kind === "agent");
+    expect(invocation.status, JSON.stringify(agent?.diagnostic)).toBe("failed");
+    expect(invocation.diagnostic).toMatchObject({ code: "agent_timeout" });
+    expect(invocation.diagnostic.message).toContain(
+      "ran longer than its timeout of 20000 ms; its process tree was killed; its result so far (result.partial.json) is published, marked incomplete",
+    );
+    const review = incompleteReview(before, "time");
+    expect(review.comments).toMatchObject([
+      { path: "db/1.sql", line: 1, body: expect.stringContaining("TIMEOUT-FINDING: no primary key.") },
+    ]);
   });
 });

@@ -1,5 +1,8 @@
+import { realpath } from "node:fs/promises";
 import { join } from "node:path";
 import { writeFreshFile } from "../../../shared/no-follow.ts";
+import { CONTAINER_PATHS } from "../../exec/sandbox/paths.ts";
+import { PARTIAL_FILE, takesPartial } from "../../run/partial.ts";
 import { lastJsonObject } from "../../run/result-check.ts";
 import { type AgentCli, type CliContext, type CliReport, countCalls, jsonLines } from "./cli.ts";
 import { claudeCodeSettings } from "./confinement.ts";
@@ -16,7 +19,9 @@ const BUILT_IN = { read: ["Read", "Grep", "Glob"], edit: ["Read", "Grep", "Glob"
  * available, all pre-approved; anything else is refused without a prompt (`dontAsk`). No settings
  * file is read (`--setting-sources ""`): a repository's `.claude/settings.json` cannot add hooks or
  * widen permissions. On the host, svc's own settings (`--settings RUN_DIR/claude-settings.json`,
- * confinement.ts) keep the file tools inside the worktree and turn hooks off.
+ * confinement.ts) keep the file tools inside the worktree and turn hooks off. A review that keeps
+ * its result so far (worker/run/partial.ts) may also Write that one file in RUN_DIR, whose path the
+ * model is told: Claude Code has no shell to expand `$RUN_DIR`.
  */
 export const claudeCode: AgentCli = {
   command: "claude",
@@ -25,22 +30,35 @@ export const claudeCode: AgentCli = {
     const { target, pipeline, prompt, access } = context;
     const builtIn = BUILT_IN[pipeline.agentAccess ?? "read"];
     const svcTools = access.env.SVC_MCP_CONFIG ? ["mcp__svc"] : [];
+    const runDir = await partialRunDir(context);
+    // the one file a read-only agent may write: an Edit rule covers every file-editing tool, Write
+    // included (a Write rule matches nothing); `//` starts an absolute path
+    const partial = runDir && !builtIn.includes("Write") ? [`Edit(/${join(runDir, PARTIAL_FILE)})`] : [];
+    const tools = [...builtIn, ...(partial.length > 0 ? ["Write"] : [])];
     const argv = [target.bin ?? this.command, "-p", "--output-format", "stream-json", "--verbose"];
     argv.push("--model", target.model, "--no-session-persistence", "--setting-sources", "");
-    argv.push("--tools", builtIn.join(","), "--allowedTools", [...svcTools, ...builtIn].join(","));
+    argv.push("--tools", tools.join(","), "--allowedTools", [...svcTools, ...builtIn, ...partial].join(","));
     argv.push("--permission-mode", "dontAsk", "--strict-mcp-config");
     if (access.env.SVC_MCP_CONFIG) argv.push("--mcp-config", access.env.SVC_MCP_CONFIG);
     if (!pipeline.sandbox) {
       const file = join(context.agentDir, "claude-settings.json");
-      const settings = await claudeCodeSettings(context.cwd, pipeline.agentAccess ?? "read");
+      const settings = await claudeCodeSettings(context.cwd, pipeline.agentAccess ?? "read", runDir);
       // a file, not an argument: the deny rules name every path beside the worktree's parents,
       // which on a busy host can pass the kernel's limit for one argument
       writeFreshFile(file, JSON.stringify(settings, null, 2), 0o600);
       argv.push("--settings", file);
     }
-    if (prompt.system) {
+    const system = [
+      prompt.system,
+      runDir
+        ? `\`$RUN_DIR\` in this run is \`${runDir}\`: your result so far goes to \`${join(runDir, PARTIAL_FILE)}\`.`
+        : "",
+    ]
+      .filter(Boolean)
+      .join("\n\n");
+    if (system) {
       const file = join(context.agentDir, "system-prompt.md");
-      writeFreshFile(file, prompt.system, 0o644);
+      writeFreshFile(file, system, 0o644);
       argv.push("--append-system-prompt-file", file);
     }
     if (pipeline.result) argv.push("--json-schema", JSON.stringify(standaloneSchema(pipeline.result.schema)));
@@ -116,6 +134,17 @@ export const claudeCode: AgentCli = {
     };
   },
 };
+
+/**
+ * RUN_DIR as the CLI sees it, when the pipeline keeps a result so far there: its real path on the
+ * host (the permission rules compare real paths), its mount point in a sandbox.
+ */
+async function partialRunDir(context: CliContext): Promise<string | undefined> {
+  const runDir = context.runEnv.RUN_DIR;
+  const { pipeline } = context;
+  if (!runDir || !takesPartial({ ...pipeline, outputs: pipeline.outputs ?? {} })) return undefined;
+  return pipeline.sandbox ? CONTAINER_PATHS.runDir : await realpath(runDir);
+}
 
 /** The fields of Claude Code's final `result` event that svc reads. */
 interface ClaudeResult {

@@ -7,7 +7,8 @@ import type { TokenUsage } from "../outcome.ts";
 export interface CliContext {
   target: AgentCliTarget;
   /** `sandbox` decides whether the CLI is confined to the worktree by its own means (confinement.ts) */
-  pipeline: Pick<Pipeline, "result" | "agentAccess" | "sandbox">;
+  pipeline: Pick<Pipeline, "result" | "agentAccess" | "sandbox"> &
+    Partial<Pick<Pipeline, "orchestrator" | "review" | "outputs">>;
   prompt: Prompt;
   /** the worktree: the CLI runs there, and on the host it may read nothing else */
   cwd: string;

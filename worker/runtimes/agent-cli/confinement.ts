@@ -4,9 +4,9 @@ import { delimiter, dirname, join, sep } from "node:path";
 
 /**
  * What keeps an agent CLI run on the worker's host (no `sandbox` on the pipeline) inside its
- * worktree. A prompt-injected agent that reads `<config dir>/instance.key`, `daemon.yaml`,
- * RUN_DIR's `mcp.json` (the run token) or anything else of the worker's user leaks it through its
- * result; each CLI is told, in its own syntax, that the worktree is all it may read. A sandboxed
+ * worktree. A prompt-injected agent that reads `<config dir>/instance.key`, `daemon.yaml`, the
+ * agent folder's `mcp.json` (the run token) or anything else of the worker's user leaks it through
+ * its result; each CLI is told, in its own syntax, that the worktree is all it may read. A sandboxed
  * run gets none of this: its container holds nothing else, and the host paths named here mean
  * nothing inside it.
  */
@@ -21,21 +21,27 @@ const RULE_SYNTAX = /[*?[\]{}()\\!]/;
  * worktree and beside each of its parents, as a second fence should a future version change what
  * the blocks cover; and no hooks. `--setting-sources ""` (claude-code.ts) keeps the repository's
  * own `.claude/settings*.json` out, so nothing here can be widened by what the worktree holds.
+ *
+ * `runDir`, given for a review that keeps its result so far there (worker/run/partial.ts), is a
+ * second working directory, left out of the deny rules: the agent's Write of that one file is
+ * pre-approved by claude-code.ts, any other write there is refused (`dontAsk`) unless
+ * `agent_access: edit` approved the Write tool everywhere. Its real path, as the rules need.
  */
 export async function claudeCodeSettings(
   worktree: string,
   agentAccess: "read" | "edit",
+  runDir?: string,
 ): Promise<Record<string, unknown>> {
   const root = await realpath(worktree);
   const tools = agentAccess === "edit" ? ["Read", "Edit"] : ["Read"];
   // `//` starts an absolute path in a rule; a directory's rule covers what is below it
   const rule = (tool: string, path: string) => [`${tool}(/${path})`, `${tool}(/${path}/**)`];
-  const outside = await pathsBeside(root);
+  const outside = await pathsBeside(runDir ? [root, runDir] : [root]);
   return {
     permissions: {
       blockReadsOutsideWorkingDirectories: true,
       blockWritesOutsideWorkingDirectories: true,
-      additionalDirectories: [],
+      additionalDirectories: runDir ? [runDir] : [],
       allow: tools.map((tool) => `${tool}(/${root}/**)`),
       deny: outside.flatMap((path) => tools.flatMap((tool) => rule(tool, path))),
       disableBypassPermissionsMode: "disable",
@@ -44,11 +50,16 @@ export async function claudeCodeSettings(
   };
 }
 
-/** Every entry beside `root` and beside each directory above it, up to `/`: all there is outside it today. */
-async function pathsBeside(root: string): Promise<string[]> {
+/**
+ * Every entry beside the `roots` and beside each directory above them, up to `/`, except the roots
+ * and the directories holding them: all there is outside them today.
+ */
+async function pathsBeside(roots: string[]): Promise<string[]> {
+  const above = new Set<string>();
+  for (const root of roots) for (let dir = dirname(root); !above.has(dir); dir = dirname(dir)) above.add(dir);
+  const kept = new Set([...roots, ...above]);
   const paths: string[] = [];
-  let inner = root;
-  for (let dir = dirname(root); ; dir = dirname(dir)) {
+  for (const dir of above) {
     let names: string[] = [];
     try {
       names = await readdir(dir);
@@ -57,11 +68,10 @@ async function pathsBeside(root: string): Promise<string[]> {
     }
     for (const name of names) {
       const path = join(dir, name);
-      if (path !== inner && !RULE_SYNTAX.test(path)) paths.push(path);
+      if (!kept.has(path) && !RULE_SYNTAX.test(path)) paths.push(path);
     }
-    if (dirname(dir) === dir) return paths;
-    inner = dir;
   }
+  return paths;
 }
 
 /** The name of the permission profile svc gives Codex. */

@@ -17,7 +17,8 @@ import { cliEnvironment, freshHome } from "./isolation.ts";
 
 export interface AgentCliRunInput {
   target: AgentCliTarget;
-  pipeline: Pick<Pipeline, "result" | "agentAccess" | "sandbox">;
+  pipeline: Pick<Pipeline, "result" | "agentAccess" | "sandbox"> &
+    Partial<Pick<Pipeline, "orchestrator" | "review" | "outputs">>;
   prompt: Prompt;
   /** the worktree: the CLI runs there */
   cwd: string;
