@@ -24,7 +24,7 @@ export default class PipelineShadow extends Command {
   static override flags = {
     dir: dirFlag,
     share: Flags.string({
-      description: "the share of events the candidate also runs on, above 0 and at most 1",
+      description: "the share of events the candidate also runs on, from 0 to 1 (0: only in backtests)",
       default: "1",
       helpValue: "<0..1>",
     }),
@@ -47,8 +47,11 @@ export default class PipelineShadow extends Command {
       }
       if (!args.file) this.error("name the candidate's pipeline file, or pass --stop", { exit: 2 });
       const share = Number(flags.share);
-      if (!(share > 0 && share <= 1))
-        this.error(`--share must be above 0 and at most 1 (got ${flags.share})`, { exit: 2 });
+      if (!(share >= 0 && share <= 1))
+        this.error(
+          `--share must be from 0 to 1 (0: the candidate runs only in backtests) (got ${flags.share})`,
+          { exit: 2 },
+        );
       const done = await shadowPipeline(dir, args.name, resolve(args.file), { share, force: flags.force });
       this.log(
         `pipeline ${args.name} runs ${done.versionFile} in its shadow on ${Math.round(share * 100)}% of its events` +

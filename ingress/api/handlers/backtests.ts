@@ -56,7 +56,7 @@ export async function createBacktestRoute(ctx: RouteContext): Promise<Reply> {
     throw badRequest(
       pipeline.shadow?.versionFile === file
         ? `${file} is pipeline ${pipeline.name}'s shadow.version_file, but the daemon could not load it as a candidate; run svc config validate and fix what it names`
-        : `${file} is not the candidate the daemon loaded for pipeline ${pipeline.name}: a backtest runs the pipeline's shadow version; declare it with svc pipeline shadow ${pipeline.name} ${file} (then svc config validate && svc daemon restart), so no other pipeline runs that file`,
+        : `${file} is not the candidate the daemon loaded for pipeline ${pipeline.name}: a backtest runs the pipeline's shadow version; declare it with svc pipeline shadow ${pipeline.name} ${file} --share 0 (it then runs in backtests only; svc daemon restart), so no other pipeline runs that file`,
     );
   if (ctx.deps.config.codehost?.kind === "gitlab")
     throw badRequest(

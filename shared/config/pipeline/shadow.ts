@@ -7,7 +7,8 @@ export const VERSION_FILE = /^pipelines\/[A-Za-z0-9][A-Za-z0-9._-]*\.yaml$/;
 /**
  * `shadow: { version_file, share }` (issue 57): a candidate version of this pipeline, read from
  * another file of pipelines/, run beside the live one on `share` of the events it fires, its
- * outputs held back. The candidate file is not a pipeline of its own (load.ts pairs it).
+ * outputs held back; `share: 0` runs it on no live event, only in backtests. The candidate file is
+ * not a pipeline of its own (load.ts pairs it).
  */
 export function readShadow(
   f: ConfigFile,
@@ -41,11 +42,11 @@ export function readShadow(
     return undefined;
   }
   const share = raw.share ?? 1;
-  if (typeof share !== "number" || !(share > 0 && share <= 1)) {
+  if (typeof share !== "number" || !(share >= 0 && share <= 1)) {
     f.report(
       ["shadow", "share"],
       "invalid_value",
-      `"shadow.share" must be a number above 0 and at most 1, the share of events the candidate also runs on (got ${quote(share)})`,
+      `"shadow.share" must be a number from 0 to 1, the share of events the candidate also runs on (0: none, the candidate is loaded for backtests only) (got ${quote(share)})`,
     );
     return undefined;
   }

@@ -64,6 +64,34 @@ describe("shadow versions in the configuration", () => {
     expect(runPipeline(config!, "review", false)).toBe(live);
   });
 
+  it("loads a candidate with share 0, for backtests only, and refuses a negative share", async () => {
+    const only = await load({
+      "review.yaml": body(
+        "1.0.0",
+        "local",
+        "shadow: { version_file: pipelines/review.next.yaml, share: 0 }\n",
+      ),
+      "review.next.yaml": body("1.1.0", "next"),
+    });
+    expect(errors(only)).toEqual([]);
+    const live = only.ok ? only.config.pipelines.review : undefined;
+    expect(live?.shadow).toMatchObject({ share: 0, candidate: { version: "1.1.0" } });
+    const negative = await load({
+      "review.yaml": body(
+        "1.0.0",
+        "local",
+        "shadow: { version_file: pipelines/review.next.yaml, share: -0.5 }\n",
+      ),
+      "review.next.yaml": body("1.1.0", "next"),
+    });
+    expect(errors(negative)).toEqual([
+      expect.objectContaining({
+        path: "shadow.share",
+        message: expect.stringContaining("0: none, the candidate is loaded for backtests only"),
+      }),
+    ]);
+  });
+
   it("refuses a missing candidate file, the live version, a shadow of a shadow, and a share out of range", async () => {
     const missing = await load({
       "review.yaml": body("1.0.0", "local", "shadow: { version_file: pipelines/gone.yaml }\n"),
