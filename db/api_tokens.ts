@@ -22,6 +22,8 @@ export interface ApiTokenRow {
     task?: string;
     /** an orchestrator may create tasks; a task (depth 1) may not */
     role?: "orchestrator" | "task";
+    /** the agent may keep its result so far on its task (`keep_result_so_far`): a review's agent */
+    keepsResult?: boolean;
     /**
      * the run's event came from outside the repository's team (a fork's pull request, a
      * non-member author): the notes it submits are untrusted. Only `false` counts as inside, so a

@@ -14,7 +14,7 @@ import { runIdentity } from "../event/resolve.ts";
 import { artifactOf, transcriptArtifact } from "./artifacts.ts";
 import { withDeadline } from "./deadline.ts";
 import { agentTimeout, onTargets, type Unavailable } from "./failover.ts";
-import { clearPartial, limitOf, PARTIAL_FILE, readPartial, takesPartial } from "./partial.ts";
+import { clearPartial, limitOf, resultSoFar, takesPartial } from "./partial.ts";
 import { assemblePrompt, orchestrationSection, type Prompt } from "./prompt.ts";
 import { checkResult } from "./result-check.ts";
 import { type RunReview, reviewPrompt } from "./review-rules.ts";
@@ -143,9 +143,13 @@ async function runAgentOn(
   const taskId = newId("task");
   const orchestrator = input.pipeline.orchestrator;
   const agent = agentContext(run, input.signal);
-  const token = newAgentToken(
-    tokenRequest(agent, target, orchestrator ? { task: taskId, role: "orchestrator" } : undefined),
-  );
+  // a review's agent may keep its result so far on this task (partial.ts)
+  const binding = {
+    task: taskId,
+    ...(orchestrator ? { role: "orchestrator" as const } : {}),
+    ...(takesPartial(input.pipeline) ? { keepsResult: true } : {}),
+  };
+  const token = newAgentToken(tokenRequest(agent, target, binding));
   const row = {
     id: taskId,
     invocationId,
@@ -208,7 +212,7 @@ async function runAgentOn(
       return { kind: "ended", end };
     }
     if (outcome.kind === "failed") {
-      const partial = partialResult(run, outcome.diagnostic);
+      const partial = await partialResult(run, taskId, outcome.diagnostic);
       if (partial) {
         await finish({ status: "failed", diagnostic: partial.incomplete.diagnostic, ...usage }, log);
         return { kind: "result", ...partial, target: target.name, invalid: null };
@@ -226,20 +230,22 @@ async function runAgentOn(
 }
 
 /**
- * What the agent wrote so far, when the runtime stopped it at its turn or time limit and the file
- * satisfies `result.schema` (partial.ts); its diagnostic then says the partial result is published.
+ * What the agent kept so far, when the runtime stopped it at its turn or time limit and the kept
+ * result or the file satisfies `result.schema` (partial.ts); its diagnostic then says the partial
+ * result is published, and where it came from.
  */
-function partialResult(
+async function partialResult(
   run: RunState,
+  taskId: string,
   failure: Diagnostic,
-): { result: unknown; incomplete: { diagnostic: Diagnostic; limit: "turn" | "time" } } | undefined {
+): Promise<{ result: unknown; incomplete: { diagnostic: Diagnostic; limit: "turn" | "time" } } | undefined> {
   const { pipeline, paths } = run.input;
   const limit = limitOf(failure);
   if (!limit || !pipeline.result || !takesPartial(pipeline)) return undefined;
-  const result = readPartial(paths);
-  if (!result || checkResult(pipeline.result.schema, result)) return undefined;
-  const message = `${failure.message}; its result so far (${PARTIAL_FILE}) is published, marked incomplete`;
-  return { result, incomplete: { diagnostic: { ...failure, message }, limit } };
+  const found = await resultSoFar(run.deps.records, taskId, paths, pipeline.result.schema);
+  if (!found) return undefined;
+  const message = `${failure.message}; its result so far (${found.from}) is published, marked incomplete`;
+  return { result: found.result, incomplete: { diagnostic: { ...failure, message }, limit } };
 }
 
 /**

@@ -1,17 +1,22 @@
 import { closeSync, readSync, unlinkSync } from "node:fs";
 import { join } from "node:path";
+import { keptResult } from "../../db/kept-results.ts";
+import type { Queryable } from "../../db/queryable.ts";
 import type { Pipeline } from "../../shared/config/types.ts";
 import type { Diagnostic } from "../../shared/diagnostics.ts";
 import { openRegularFile } from "../../shared/no-follow.ts";
+import { checkResult } from "../../shared/result-check.ts";
 import type { Workspace } from "../../shared/workspace-layout.ts";
 import { reviewsPulls } from "../checkout/review-rules.ts";
 
 /**
  * A review stopped at its turn or time limit publishes what it found so far instead of nothing
  * (docs/worker.md, "Partial results"). The agent of a review pipeline is told to keep its result
- * so far in `$RUN_DIR/result.partial.json`; when the runtime ends it with `agent_turn_limit` or
- * `agent_timeout`, that file, if it is one JSON object satisfying `result.schema`, is published
- * with an "incomplete" line, and the run still fails with the limit's diagnostic.
+ * so far with the svc tool `keep_result_so_far` (stored on its agent task, any runtime), or in
+ * `$RUN_DIR/result.partial.json` (an agent that writes files); when the runtime ends it with
+ * `agent_turn_limit` or `agent_timeout`, the kept result, else that file, if it is one JSON object
+ * satisfying `result.schema`, is published with an "incomplete" line, and the run still fails with
+ * the limit's diagnostic.
  */
 export const PARTIAL_FILE = "result.partial.json";
 /** more than a review's findings ever take; a bigger file is left unread */
@@ -74,4 +79,25 @@ export function readPartial(paths: Pick<Workspace, "runDir">): Record<string, un
   } finally {
     closeSync(opened.fd);
   }
+}
+
+/** Where a published result so far came from: the tool's kept result, or the agent's file. */
+export type PartialSource = "keep_result_so_far" | typeof PARTIAL_FILE;
+
+/**
+ * The agent's result so far that satisfies `schema`: the one agent task `taskId` kept with the tool,
+ * which wins when there is one (checked again: the configuration may have changed since), else the
+ * file. Undefined when neither is a result to publish.
+ */
+export async function resultSoFar(
+  db: Queryable,
+  taskId: string,
+  paths: Pick<Workspace, "runDir">,
+  schema: Record<string, unknown>,
+): Promise<{ result: Record<string, unknown>; from: PartialSource } | undefined> {
+  const kept = await keptResult(db, taskId);
+  if (kept && !checkResult(schema, kept)) return { result: kept, from: "keep_result_so_far" };
+  const written = readPartial(paths);
+  if (written && !checkResult(schema, written)) return { result: written, from: PARTIAL_FILE };
+  return undefined;
 }

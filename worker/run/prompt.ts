@@ -126,7 +126,7 @@ function instructionsSection({ base }: BaseInstructions): string {
 }
 
 const PARTIAL_SECTION =
-  "## Result so far\n\nYour run may be stopped at its turn or time limit. As you find things, keep your result so far in `$RUN_DIR/result.partial.json`: one JSON object matching the same schema, rewritten whole each time. If the run is stopped, that file is published, marked incomplete; if you finish, only your final answer counts.";
+  "## Result so far\n\nYour run may be stopped at its turn or time limit. As you find things, keep your result so far by calling svc's tool `keep_result_so_far` with `{ \"result\": <your whole result so far> }`: one JSON object matching the same schema, whole each time, replacing the last one (a result that does not match is refused, and the tool says why). Without svc's tools, write it to `$RUN_DIR/result.partial.json` instead, rewritten whole each time; a result kept with the tool wins over the file. If the run is stopped, your result so far is published, marked incomplete; if you finish, only your final answer counts.";
 
 /** The rules of the paths this pull request changes, and the base's review guidelines. */
 export function reviewSection(review: ReviewPrompt): string | undefined {

@@ -1,40 +1,5 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
-import { HANDLER_SCHEMAS } from "../../shared/output-schemas.ts";
-
-const ajv = new Ajv({ allErrors: false, strict: false });
-for (const schema of HANDLER_SCHEMAS) ajv.addSchema(schema);
-const compiled = new WeakMap<object, ValidateFunction>();
-
-function pathOf(error: ErrorObject): string {
-  const base = error.instancePath || "";
-  if (error.keyword === "required")
-    return `${base}/${(error.params as { missingProperty: string }).missingProperty}`;
-  if (error.keyword === "additionalProperties") {
-    return `${base}/${(error.params as { additionalProperty: string }).additionalProperty}`;
-  }
-  return base || "/";
-}
-
-/** Null when the result satisfies `result.schema`; otherwise `result_invalid` naming the failing path. */
-export function checkResult(schema: Record<string, unknown>, result: unknown): Diagnostic | null {
-  let validate = compiled.get(schema);
-  if (!validate) {
-    validate = ajv.compile(schema);
-    compiled.set(schema, validate);
-  }
-  if (validate(result)) return null;
-  const error = validate.errors?.[0];
-  const path = error ? pathOf(error) : "/";
-  return diagnostic(
-    "result_invalid",
-    `the result does not match result.schema at ${path}: ${error?.message ?? "invalid"}`,
-    {
-      path,
-      metadata: error ? { keyword: error.keyword, schemaPath: error.schemaPath } : undefined,
-    },
-  );
-}
+// the check itself is shared with the tool protocol's keep_result_so_far
+export { checkResult } from "../../shared/result-check.ts";
 
 /** The last line of the output that parses as a JSON object, else the whole output when it is one. */
 export function lastJsonObject(output: string): Record<string, unknown> | undefined {

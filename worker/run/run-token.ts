@@ -38,8 +38,11 @@ export interface RunTokenRequest {
   agentDir: string;
   /** the token expires this long after issue should the worker die before revoking it */
   lifetimeMs: number;
-  /** the agent's task row, and its role in an orchestrated run (orchestrator, or a task of depth 1) */
-  binding?: Pick<NonNullable<ApiTokenRow["run"]>, "task" | "role">;
+  /**
+   * the agent's task row, its role in an orchestrated run (orchestrator, or a task of depth 1), and
+   * whether it may keep its result so far on that task (worker/run/partial.ts)
+   */
+  binding?: Pick<NonNullable<ApiTokenRow["run"]>, "task" | "role" | "keepsResult">;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { ConfigSnapshot } from "../../../shared/config/types.ts";
 import type { ToolDefinition } from "../tool.ts";
 import { getTrace } from "./get-trace.ts";
 import { hostToolDefinition } from "./host-tool.ts";
+import { keepResultSoFar } from "./keep-result.ts";
 import { readKnowledge, searchKnowledge } from "./knowledge.ts";
 import { readNote } from "./read-note.ts";
 import { searchNotes } from "./search-notes.ts";
@@ -19,6 +20,7 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   getTrace,
   searchKnowledge,
   readKnowledge,
+  keepResultSoFar,
   ...TASK_TOOLS,
 ];
 

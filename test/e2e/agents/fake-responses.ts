@@ -42,6 +42,16 @@ type Item =
  */
 export class FakeResponses extends LoopbackModel {
   #ids = 0;
+  readonly #stalls = new Map<string, number>();
+
+  /**
+   * Requests of `key` sent once the conversation holds `outputs` tool outputs get no answer, their
+   * connection left open until the fake stops: a model that stops responding mid-run, which only
+   * the target's timeout ends.
+   */
+  stall(key: string, outputs: number): void {
+    this.#stalls.set(key, outputs);
+  }
 
   protected keyOf(request: IncomingMessage): string {
     return (request.headers.authorization ?? "").replace(/^Bearer /, "");
@@ -70,13 +80,18 @@ export class FakeResponses extends LoopbackModel {
     const note = findTool((body.tools ?? []) as Tool[], "submit_note");
     const called = calledTools(input);
     const answered = input.filter((item) => item.type === "function_call_output").length;
+    const stallAt = this.#stalls.get(request.key);
+    if (stallAt !== undefined && answered >= stallAt) return;
     const scripted = this.scriptedCall(behaviour, answered, request);
+    // a scripted call of one of svc's tools names it as offered, inside Codex's MCP namespace
+    const svcTool = scripted ? findTool((body.tools ?? []) as Tool[], scripted.name) : undefined;
     const item: Item = scripted
       ? {
           type: "function_call",
           id: this.#id("fc"),
           callId: this.#id("call"),
-          name: scripted.name,
+          name: svcTool?.name ?? scripted.name,
+          ...(svcTool?.namespace ? { namespace: svcTool.namespace } : {}),
           args: JSON.stringify(scripted.input),
         }
       : note && !called.has(note.name)

@@ -9,6 +9,8 @@ import { createTestDatabase, type TestDatabase } from "../../support/database.ts
 import { testGit } from "../../support/git.ts";
 import { type GitHost, gitHost } from "../../support/git-smart-http.ts";
 import { FakeAnthropic } from "../agents/fake-anthropic.ts";
+import { FakeResponses } from "../agents/fake-responses.ts";
+import { FakeModelApi } from "../worker/fake-model-api.ts";
 import { type RoleProcess, startIngress, startWorkerProcess, writeConfigDir } from "../worker/processes.ts";
 import { type FakeGitHub, startFakeGitHub } from "./fake-github.ts";
 import { PR_PAYLOAD, postSignedDelivery } from "./pull-request.ts";
@@ -37,6 +39,10 @@ export const CODEHOST_TOKEN = "ghs_reviewRulesIdentity0001";
 export const CLAUDE_KEY = "sk-ant-review-rules-0001";
 /** the `claude-slow` target's credential (no turn limit, a timeout instead) */
 export const CLAUDE_SLOW_KEY = "sk-ant-review-rules-0002";
+/** the `gpt` target's credential (the `openai` runtime, max_turns 5): the key the loopback model answers */
+export const OPENAI_KEY = "sk-review-rules-openai-0001";
+/** the `codex-slow` target's credential (the pinned Codex, a 20s timeout): the key the loopback Responses API answers */
+export const CODEX_KEY = "sk-review-rules-codex-0001";
 /** what a file outside the worktree holds, linked from RUN_DIR by the `partial` pipeline's setup step */
 export const RUN_DIR_CANARY = "svc-canary-beside-run-dir-5e1a";
 const MEMBER_TOKEN = "ghp_reviewRulesMember0001";
@@ -101,6 +107,22 @@ outputs:
   review: { handler: codehost.review }
 `,
   },
+  // the openai runtime has no file tools: it keeps its result so far with keep_result_so_far
+  "partial-openai": {
+    on: "pull_request.labeled",
+    target: "gpt",
+    extra: `outputs:
+  review: { handler: codehost.review }
+`,
+  },
+  // Codex's permission profile leaves RUN_DIR unwritable: it keeps its result so far with the tool
+  "partial-codex": {
+    on: "pull_request.unlabeled",
+    target: "codex-slow",
+    extra: `outputs:
+  review: { handler: codehost.review }
+`,
+  },
   "partial-timeout": {
     on: "pull_request.synchronize",
     target: "claude-slow",
@@ -114,6 +136,10 @@ export interface ReviewBed {
   github: FakeGitHub;
   /** the model API of the `claude` target: script it with `behave(CLAUDE_KEY, …)` */
   anthropic: FakeAnthropic;
+  /** the model API of the `gpt` target: script it with `answer(OPENAI_KEY, …)` */
+  model: FakeModelApi;
+  /** the Responses API of the `codex-slow` target: script it with `behave(CODEX_KEY, …)` */
+  responses: FakeResponses;
   pool: pg.Pool;
   out: string;
   /** commits `files` in the work tree (a null text removes the file); the commit */
@@ -136,8 +162,13 @@ export interface ReviewBed {
 
 export async function startReviewBed(adminDatabaseUrl: string): Promise<ReviewBed> {
   const claude = await installPinnedCli("claude-code");
+  const codex = await installPinnedCli("codex");
   const anthropic = new FakeAnthropic();
   await anthropic.start();
+  const model = new FakeModelApi();
+  await model.start();
+  const responses = new FakeResponses();
+  await responses.start();
   const database: TestDatabase = await createTestDatabase(adminDatabaseUrl);
   const git: GitHost = gitHost({ authorize: (token) => (token === CODEHOST_TOKEN ? true : "unknown") });
   const pulls: Record<string, unknown>[] = [];
@@ -190,6 +221,20 @@ targets:
     bin: ${claude}
     timeout: 20s
     credentials: [{ name: main, secret: "\${CLAUDE_SLOW_KEY}" }]
+  gpt:
+    runtime: openai
+    model: test-model
+    base_url: ${model.url}
+    max_turns: 5
+    timeout: 60s
+    credentials: [{ name: main, secret: "\${OPENAI_KEY}" }]
+  codex-slow:
+    runtime: codex
+    model: gpt-5
+    base_url: ${responses.url}/v1
+    bin: ${codex}
+    timeout: 20s
+    credentials: [{ name: main, secret: "\${CODEX_KEY}" }]
 ask:
   targets: [agent]
 repos:
@@ -212,11 +257,14 @@ codehost:
     CODEHOST_TOKEN,
     CLAUDE_KEY,
     CLAUDE_SLOW_KEY,
+    OPENAI_KEY,
+    CODEX_KEY,
   };
   const { role: ingress, url } = await startIngress(env);
   let worker: RoleProcess;
   try {
-    worker = await startWorkerProcess(env);
+    // the agents reach svc's tools (keep_result_so_far) at the ingress
+    worker = await startWorkerProcess({ ...env, SVC_DAEMON_URL: url });
   } catch (error) {
     await ingress.stop();
     throw error;
@@ -231,6 +279,8 @@ codehost:
   return {
     github,
     anthropic,
+    model,
+    responses,
     pool,
     out,
     host(pull) {
@@ -305,6 +355,8 @@ codehost:
       await database.drop();
       await github.close();
       await anthropic.stop();
+      await model.stop();
+      await responses.stop();
       git.close();
       for (const path of [dir, out, work]) await rm(path, { recursive: true, force: true });
     },

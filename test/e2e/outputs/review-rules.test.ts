@@ -5,6 +5,8 @@ import { lineage, waitForTrigger } from "../../integration/worker/helpers.ts";
 import {
   CLAUDE_KEY,
   CLAUDE_SLOW_KEY,
+  CODEX_KEY,
+  OPENAI_KEY,
   REPO,
   type ReviewBed,
   RUN_DIR_CANARY,
@@ -242,5 +244,97 @@ describe("reviews: large pull requests, partial results, rules per path", () => 
     expect(review.comments).toMatchObject([
       { path: "db/1.sql", line: 1, body: expect.stringContaining("TIMEOUT-FINDING: no primary key.") },
     ]);
+  });
+
+  it("the openai runtime, with no file tools, keeps its result so far with keep_result_so_far: stopped at max_turns, the last valid one is published, marked incomplete", async () => {
+    // five model calls (the gpt target's max_turns): a result the schema refuses, a valid one, a
+    // refused one again, then other tools until the loop ends without a final answer
+    const keep = (result: unknown) => ({ name: "keep_result_so_far", arguments: { result } });
+    const turns = [
+      keep({ review: { event: "LGTM", body: "INVALID-FIRST" } }),
+      keep(partialReview("OPENAI-FINDING: no primary key.")),
+      keep({
+        review: { event: "COMMENT", comments: [{ path: "db/1.sql", line: 1, body: "INVALID-LATER" }] },
+      }),
+      { name: "get_trace", arguments: {} },
+      { name: "get_trace", arguments: {} },
+    ];
+    bed.model.answer(OPENAI_KEY, {
+      status: 200,
+      reply: (body) => {
+        const turn = (body.messages as { role: string }[]).filter((m) => m.role === "assistant").length;
+        const call = turns[Math.min(turn, turns.length - 1)]!;
+        return {
+          role: "assistant",
+          content: null,
+          tool_calls: [
+            {
+              id: `call_${turn + 1}`,
+              type: "function",
+              function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+            },
+          ],
+        };
+      },
+    });
+    const before = (bed.github.reviews.get(THREAD) ?? []).length;
+    const { invocation, tasks } = await finish(await bed.deliver("labeled", { number: 7, head, base }));
+    const agent = tasks.find((task) => task.kind === "agent")!;
+    expect(invocation.status, JSON.stringify(agent?.diagnostic)).toBe("failed");
+    expect(invocation.diagnostic).toMatchObject({ code: "agent_turn_limit" });
+    expect(invocation.diagnostic.message).toContain(
+      "made 5 model calls without a final message; raise targets.gpt.max_turns or simplify the task; its result so far (keep_result_so_far) is published, marked incomplete",
+    );
+    // the tool was offered, and the prompt says to call it
+    const calls = bed.model.requests.filter(
+      (r) => r.key === OPENAI_KEY && r.path.endsWith("/chat/completions"),
+    );
+    expect(calls).toHaveLength(5);
+    const offered = (calls[0]!.body!.tools as { function: { name: string } }[]).map((t) => t.function.name);
+    expect(offered).toContain("keep_result_so_far");
+    expect(JSON.stringify(calls[0]!.body!.messages)).toContain("keep_result_so_far");
+    // a result the schema refuses is a tool error naming what is wrong, and replaces nothing
+    const fedBack = (calls.at(-1)!.body!.messages as { role: string; content: string }[])
+      .filter((m) => m.role === "tool")
+      .map((m) => m.content);
+    expect(fedBack[0]).toContain("not kept: the result does not match result.schema at /review/event");
+    expect(fedBack[1]).toMatch(/^kept/);
+    expect(fedBack[2]).toContain("not kept: the result does not match result.schema at /review/body");
+    const { rows } = await bed.pool.query("SELECT kept_result FROM svc.tasks WHERE id = $1", [agent.id]);
+    expect(JSON.stringify(rows[0].kept_result)).toContain("OPENAI-FINDING");
+    const review = incompleteReview(before, "turn");
+    expect(review.comments).toMatchObject([
+      { path: "db/1.sql", line: 1, body: expect.stringContaining("OPENAI-FINDING: no primary key.") },
+    ]);
+    expect(JSON.stringify(bed.github.reviews.get(THREAD))).not.toMatch(/INVALID-(FIRST|LATER)/);
+  });
+
+  it("the pinned Codex, which may not write RUN_DIR, keeps its result so far with keep_result_so_far: killed at the target's timeout, it is published, marked incomplete", async () => {
+    // after the tool call the model stops answering: only the target's timeout (20s) ends the CLI
+    bed.responses.behave(CODEX_KEY, {
+      kind: "script",
+      calls: [
+        { name: "keep_result_so_far", input: { result: partialReview("CODEX-FINDING: no primary key.") } },
+      ],
+      note: { title: "unused", body: "unused" },
+      result: { review: { event: "COMMENT", body: "NEVER-FINISHED" } },
+    });
+    bed.responses.stall(CODEX_KEY, 1);
+    const before = (bed.github.reviews.get(THREAD) ?? []).length;
+    const { invocation, tasks } = await finish(await bed.deliver("unlabeled", { number: 7, head, base }));
+    const agent = tasks.find((task) => task.kind === "agent");
+    expect(invocation.status, JSON.stringify(agent?.diagnostic)).toBe("failed");
+    expect(invocation.diagnostic).toMatchObject({ code: "agent_timeout" });
+    expect(invocation.diagnostic.message).toContain(
+      "its result so far (keep_result_so_far) is published, marked incomplete",
+    );
+    // Codex called svc's tool through its MCP server, and the tool kept the result
+    const seen = bed.responses.seen(CODEX_KEY, "/v1/responses");
+    expect(seen.at(-1)!.text).toContain("kept: if your run is stopped now");
+    const review = incompleteReview(before, "time");
+    expect(review.comments).toMatchObject([
+      { path: "db/1.sql", line: 1, body: expect.stringContaining("CODEX-FINDING: no primary key.") },
+    ]);
+    expect(JSON.stringify(bed.github.reviews.get(THREAD))).not.toContain("NEVER-FINISHED");
   });
 });
