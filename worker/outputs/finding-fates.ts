@@ -70,44 +70,81 @@ export async function recordReviewFindings(
 }
 
 /**
- * Reads the fate of svc's live findings on this pull request from its threads, after dismissals.ts
- * judged them: a thread judged a dismissal → dismissed (or thumbed_down, by its reason); one
- * resolved while outdated (its lines changed since the finding) → resolved_with_change.
+ * One of svc's live findings as its host shows it now, whatever the host: the thread it opened
+ * (the id dismissals.ts / gitlab-dismissals.ts judge it by), the review and comment it went out in,
+ * its fingerprint, whether it is resolved (and by whom) and whether its lines changed since.
+ */
+export interface OwnFinding {
+  thread: string;
+  reviewId: string;
+  commentId: string;
+  fingerprint: string;
+  resolved: boolean;
+  changed: boolean;
+  resolvedBy: string | null;
+}
+
+/**
+ * Reads the fate of svc's live findings on this pull request from its GitHub threads, after
+ * dismissals.ts judged them (judgeFindingFates says how).
  */
 export async function judgeFates(
   deps: PublishDeps,
   ref: PullRef,
   seen: { threads: readonly ReviewThread[]; comments: readonly ReviewComment[]; own: ReadonlySet<string> },
 ): Promise<void> {
-  const mine = seen.threads.filter(
-    (thread) =>
-      thread.commentId !== null && thread.reviewId !== null && seen.own.has(String(thread.reviewId)),
-  );
+  const byId = new Map(seen.comments.map((comment) => [String(comment.id), comment]));
+  const mine: OwnFinding[] = [];
+  for (const thread of seen.threads) {
+    if (thread.commentId === null || thread.reviewId === null || !seen.own.has(String(thread.reviewId)))
+      continue;
+    const root = byId.get(String(thread.commentId));
+    const fingerprint = root && !root.in_reply_to_id ? fingerprintsIn(root.body)[0] : undefined;
+    if (!fingerprint) continue;
+    mine.push({
+      thread: thread.id,
+      reviewId: String(thread.reviewId),
+      commentId: String(thread.commentId),
+      fingerprint,
+      resolved: thread.isResolved,
+      changed: thread.isOutdated,
+      resolvedBy: thread.resolvedBy,
+    });
+  }
+  await judgeFindingFates(deps, ref, mine);
+}
+
+/**
+ * The fate of svc's live findings, on any host, after its dismissals were judged: a thread judged
+ * a dismissal → dismissed (or thumbed_down, by its reason); one resolved after its lines changed →
+ * resolved_with_change; otherwise still open (the finding learns its comment id).
+ */
+export async function judgeFindingFates(
+  deps: PublishDeps,
+  ref: PullRef,
+  mine: readonly OwnFinding[],
+): Promise<void> {
   if (mine.length === 0) return;
   try {
-    const byId = new Map(seen.comments.map((comment) => [String(comment.id), comment]));
     const dismissed = await dismissedThreadReasons(
       deps.pool,
-      mine.map((thread) => thread.id),
+      mine.map((finding) => finding.thread),
     );
     const fates: ThreadFate[] = [];
-    for (const thread of mine) {
-      const root = byId.get(String(thread.commentId));
-      const fingerprint = root && !root.in_reply_to_id ? fingerprintsIn(root.body)[0] : undefined;
-      if (!fingerprint) continue;
+    for (const finding of mine) {
       const base = {
         repo: `${ref.owner}/${ref.repo}`,
         pull: ref.number,
-        fingerprint,
-        reviewId: String(thread.reviewId),
-        commentId: String(thread.commentId),
+        fingerprint: finding.fingerprint,
+        reviewId: finding.reviewId,
+        commentId: finding.commentId,
       };
-      if (dismissed.has(thread.id)) {
-        const reason = dismissed.get(thread.id) ?? null;
+      if (dismissed.has(finding.thread)) {
+        const reason = dismissed.get(finding.thread) ?? null;
         fates.push({ ...base, fate: fateOfDismissal(reason), reason });
-      } else if (thread.isResolved && thread.isOutdated) {
+      } else if (finding.resolved && finding.changed) {
         // svc resolves its own outdated threads (resolve_outdated): the lines changed all the same
-        const by = thread.resolvedBy ? `@${thread.resolvedBy}` : "someone";
+        const by = finding.resolvedBy ? `@${finding.resolvedBy}` : "someone";
         fates.push({
           ...base,
           fate: "resolved_with_change",

@@ -1,4 +1,5 @@
 import type { InlineComment } from "./diff-lines.ts";
+import type { OwnFinding } from "./finding-fates.ts";
 import { fingerprint, fingerprintsIn, hunkContext } from "./findings.ts";
 import type { GitlabDiscussion } from "./gitlab-publisher.ts";
 
@@ -43,4 +44,35 @@ export function standingPrint(
   if (prints.length === 0) return undefined;
   const now = fingerprint(finding, hunkContext(patches.get(finding.path), finding));
   return prints.includes(now) ? now : undefined;
+}
+
+/**
+ * svc's findings on the merge request as finding-fates.ts judges them: each own positioned
+ * discussion carrying a fingerprint, by its discussion (the review) and first note (the comment);
+ * changed when the finding no longer applies to today's diff.
+ */
+export function fatesSeen(
+  discussions: readonly GitlabDiscussion[],
+  self: number,
+  patches: ReadonlyMap<string, string | undefined>,
+): OwnFinding[] {
+  const seen: OwnFinding[] = [];
+  for (const discussion of discussions) {
+    const first = discussion.notes[0];
+    const finding = first && first.author.id === self ? findingOf(discussion) : undefined;
+    const print = fingerprintsIn(first?.body)[0];
+    if (!first || !finding || !print) continue;
+    const by = first.resolved ? first.resolved_by : null;
+    seen.push({
+      // the thread id gitlab-dismissals.ts records its dismissals by
+      thread: `gitlab:${discussion.id}`,
+      reviewId: discussion.id,
+      commentId: String(first.id),
+      fingerprint: print,
+      resolved: first.resolved === true,
+      changed: standingPrint(discussion, finding, patches) === undefined,
+      resolvedBy: by ? (by.username ?? String(by.id)) : null,
+    });
+  }
+  return seen;
 }

@@ -174,13 +174,18 @@ export class GitlabPublisher {
     }));
   }
 
-  async createDiscussion(ref: PullRef, body: string, position: NotePosition): Promise<Remote> {
+  /** Opens a positioned discussion: its first note as the remote, and the discussion's id. */
+  async createDiscussion(
+    ref: PullRef,
+    body: string,
+    position: NotePosition,
+  ): Promise<Remote & { discussionId: string }> {
     const discussion = await this.#call<GitlabDiscussion>(() =>
       this.#client.MergeRequestDiscussions.create(this.project(ref), ref.number, body, {
         position: position as never,
       }),
     );
-    return this.#remote(ref, discussion.notes[0]!);
+    return { ...this.#remote(ref, discussion.notes[0]!), discussionId: discussion.id };
   }
 
   async resolveDiscussion(ref: PullRef, discussionId: string): Promise<void> {

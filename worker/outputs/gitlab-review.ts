@@ -5,9 +5,10 @@ import { PublishError } from "./attempt.ts";
 import type { PullRef } from "./codehost.ts";
 import type { Remote } from "./delivery.ts";
 import { bodyWithMoved, diffMap, type InlineComment, placeComments } from "./diff-lines.ts";
+import { judgeFindingFates, recordReviewFindings } from "./finding-fates.ts";
 import { bodyWithRepeated, dropRepeated, fingerprintsIn, NONE_DISMISSED } from "./findings.ts";
 import { gitlabDismissed } from "./gitlab-dismissals.ts";
-import { findingOf, standingPrint } from "./gitlab-findings.ts";
+import { fatesSeen, findingOf, standingPrint } from "./gitlab-findings.ts";
 import type { GitlabDiscussion, GitlabPublisher, NotePosition } from "./gitlab-publisher.ts";
 import type { PublishDeps } from "./publish-deps.ts";
 import { marker, type Stamp, stampBody } from "./render.ts";
@@ -15,20 +16,30 @@ import type { Work } from "./review.ts";
 import { stickyBody, writeSticky } from "./sticky.ts";
 
 /**
- * A review on a GitLab merge request: GitLab has no review object, so the findings are one
- * discussion each, positioned on the merge request's `diff_refs`, then the verdict (an approval
- * where the token may give one), then one summary note (the sticky note with `sticky`). A finding
- * outside the diff, or one whose position GitLab refuses (400), is folded into the summary: a
- * review is never lost to one line. Fingerprints, `resolve_outdated` and dismissed findings
- * (gitlab-dismissals.ts) work on svc's own discussions (their first note's author is svc's user).
+ * What a review on a GitLab merge request would post, read from GitLab without writing to it: the
+ * findings that land in the diff and are not standing or dismissed (`fresh`), and the body with the
+ * others moved into it and counted; like planReview for GitHub, a held run records exactly this.
+ * Reading svc's discussions also judges what people did with its earlier findings (their fates).
  */
-export async function gitlabReviewWork(
+export interface GitlabReviewPlan {
+  text: string;
+  fresh: InlineComment[];
+  moved: InlineComment[];
+  repeated: number;
+  dropped: number;
+  files: { filename: string; previous?: string; patch?: string }[];
+  patches: ReadonlyMap<string, string | undefined>;
+  /** svc's open discussions whose finding no longer applies, for `resolve_outdated` */
+  outdated: GitlabDiscussion[];
+}
+
+export async function planGitlabReview(
   deps: PublishDeps,
   gitlab: GitlabPublisher,
-  run: { event: ResolvedEvent; ref: PullRef; stamp: Stamp; key: string; binding: OutputBinding },
+  ref: PullRef,
+  binding: OutputBinding,
   review: ReviewResult,
-): Promise<Work[]> {
-  const { ref, stamp, key, binding } = run;
+): Promise<GitlabReviewPlan> {
   const comments = review.comments ?? [];
   const needFiles = comments.length > 0 || binding.resolveOutdated === true;
   const files = needFiles ? await gitlab.listFiles(ref) : [];
@@ -37,13 +48,42 @@ export async function gitlabReviewWork(
   const me = needFiles ? await gitlab.self() : undefined;
   const patches = new Map(files.map((file) => [file.filename, file.patch]));
   const { standing, outdated } = ownFindings(discussions, me?.id, patches);
-  if (binding.resolveOutdated) await resolveAll(deps, gitlab, ref, key, outdated);
   // svc's discussions say which of its findings a member dismissed (gitlab-dismissals.ts)
   const dismissed =
     inline.length > 0 && me
       ? await gitlabDismissed(deps, gitlab, ref, { discussions, self: me.id, patches })
       : NONE_DISMISSED;
+  // what people did with svc's earlier findings here, for `svc eval compare --shadow`
+  if (me) await judgeFindingFates(deps, ref, fatesSeen(discussions, me.id, patches));
   const { fresh, repeated, dismissed: dropped } = dropRepeated(files, inline, standing, dismissed);
+  const text = bodyWithRepeated(bodyWithMoved(review.body, moved), repeated, dropped);
+  return { text, fresh, moved, repeated, dropped, files, patches, outdated };
+}
+
+/**
+ * A review on a GitLab merge request: GitLab has no review object, so the findings are one
+ * discussion each, positioned on the merge request's `diff_refs`, then the verdict (an approval
+ * where the token may give one), then one summary note (the sticky note with `sticky`). A finding
+ * outside the diff, or one whose position GitLab refuses (400), is folded into the summary: a
+ * review is never lost to one line. Fingerprints, `resolve_outdated` and dismissed findings
+ * (gitlab-dismissals.ts) work on svc's own discussions (their first note's author is svc's user).
+ * Each finding opened is recorded with its discussion as its review (finding-fates.ts).
+ */
+export async function gitlabReviewWork(
+  deps: PublishDeps,
+  gitlab: GitlabPublisher,
+  run: { event: ResolvedEvent; ref: PullRef; stamp: Stamp; key: string; binding: OutputBinding },
+  review: ReviewResult,
+): Promise<Work[]> {
+  const { ref, stamp, key, binding } = run;
+  const { fresh, moved, repeated, dropped, files, patches, outdated } = await planGitlabReview(
+    deps,
+    gitlab,
+    ref,
+    binding,
+    review,
+  );
+  if (binding.resolveOutdated) await resolveAll(deps, gitlab, ref, key, outdated);
   const refused: InlineComment[] = [];
   let verdict = "";
   const works: Work[] = [];
@@ -55,7 +95,7 @@ export async function gitlabReviewWork(
       handler: "codehost.review",
       // post itself skips what an earlier attempt of this run already opened
       find: async () => undefined,
-      post: () => postFindings(gitlab, ref, { stamp, key, fresh, refused, previous, patches, request }),
+      post: () => postFindings(deps, gitlab, ref, { stamp, key, fresh, refused, previous, patches, request }),
     });
   }
   if (review.event === "APPROVE") {
@@ -177,6 +217,7 @@ function counterparts(patch: string | undefined): { right: Map<number, number>; 
 }
 
 async function postFindings(
+  deps: PublishDeps,
   gitlab: GitlabPublisher,
   ref: PullRef,
   work: {
@@ -193,18 +234,25 @@ async function postFindings(
   const own = marker(stamp, key);
   const me = await gitlab.self();
   // an earlier attempt of this run whose answer was lost opened some already
-  const opened = new Set<string>();
+  const opened = new Map<string, string>();
   for (const discussion of await gitlab.discussions(ref)) {
     const first = discussion.notes[0];
     if (first && first.author.id === me.id && first.body.includes(own))
-      for (const print of fingerprintsIn(first.body)) opened.add(print);
+      for (const print of fingerprintsIn(first.body)) opened.set(print, discussion.id);
   }
+  // each finding with the discussion it opened (its review), whether this attempt opened it or not
+  const record = (finding: InlineComment, discussion: string) =>
+    recordReviewFindings(deps, { invocationId: stamp.invocation, ref, key, reviewId: discussion }, [finding]);
   refused.length = 0;
   let firstRemote: Remote | undefined;
   const refs = request.diff_refs;
   for (const finding of fresh) {
     const print = fingerprintsIn(finding.body)[0];
-    if (print && opened.has(print)) continue;
+    const before = print ? opened.get(print) : undefined;
+    if (before) {
+      await record(finding, before);
+      continue;
+    }
     if (!refs) {
       refused.push(finding);
       continue;
@@ -227,6 +275,7 @@ async function postFindings(
     try {
       const remote = await gitlab.createDiscussion(ref, `${lines}${finding.body}${range}\n${own}`, position);
       firstRemote ??= remote;
+      await record(finding, remote.discussionId);
     } catch (error) {
       // GitLab refused the position (a line it does not show): the finding goes to the summary
       if (!(error instanceof PublishError) || error.failure.status !== "400") throw error;

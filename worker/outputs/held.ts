@@ -11,6 +11,7 @@ import type {
 import { PublishError } from "./attempt.ts";
 import { CodehostPublisher } from "./codehost.ts";
 import { recordReviewFindings } from "./finding-fates.ts";
+import { planGitlabReview } from "./gitlab-review.ts";
 import {
   codehostPublisher,
   commentTarget,
@@ -51,8 +52,9 @@ export const HELD_TEXT = "held/outputs.md";
  * GitHub review placed against the pull request's diff and its standing findings, read from the
  * host) and recorded as the invocation's artifacts, redacted like every artifact. Nothing is
  * written to the code host or the chat, and no delivery or sticky row is written either, so a held
- * run leaves the live runs' state as it found it. A GitLab review is recorded as the agent wrote it,
- * without placement. Answers like publishOutputs: `output_failed` when an output could not even be
+ * run leaves the live runs' state as it found it. A GitLab review is placed the same way against the
+ * merge request's diff and svc's discussions (gitlab-review.ts), its findings one discussion each
+ * when published. Answers like publishOutputs: `output_failed` when an output could not even be
  * rendered (no target, the host refused a read).
  */
 export async function holdOutputs(deps: PublishDeps, input: PublishInput): Promise<Diagnostic | null> {
@@ -120,7 +122,7 @@ async function renderOne(
       const plan =
         codehost instanceof CodehostPublisher
           ? await planReview(deps, codehost, ref, binding, review)
-          : { text: review.body, fresh: review.comments ?? [] };
+          : await planGitlabReview(deps, codehost, ref, binding, review);
       const body = binding.sticky ? stickyBody(plan.text, stamp, key) : stampBody(plan.text, stamp, key);
       // a shadow run's would-be findings, judged later by the live findings on the same lines
       await recordReviewFindings(

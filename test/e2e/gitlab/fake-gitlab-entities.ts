@@ -41,6 +41,15 @@ export interface FakeProject {
   /** user id → access level (10 guest, 20 reporter, 30 developer, 40 maintainer, 50 owner) */
   members: Record<number, number>;
   mergeRequests: FakeMergeRequest[];
+  /** what GET /repository/compare answers for two commits (fake-gitlab-repository.ts) */
+  comparisons?: FakeComparison[];
+}
+
+/** The diffs from one commit to another, as GitLab's comparison of them lists them. */
+export interface FakeComparison {
+  from: string;
+  to: string;
+  diffs: FakeDiff[];
 }
 
 export interface Reply {

@@ -13,6 +13,7 @@ import {
 } from "./fake-gitlab-entities.ts";
 import { mergeRequestRoute, mergeRequests } from "./fake-gitlab-mr.ts";
 import type { GitLabDiscussion, GitLabNote } from "./fake-gitlab-mr-entities.ts";
+import { isRepositoryRoute, repositoryAnswer } from "./fake-gitlab-repository.ts";
 
 export type { FakeDiff, FakeGitLabUser, FakeMergeRequest, FakeProject } from "./fake-gitlab-entities.ts";
 export type { GitLabDiscussion, GitLabNote } from "./fake-gitlab-mr-entities.ts";
@@ -22,7 +23,8 @@ export type { Position } from "./fake-gitlab-position.ts";
  * A fake GitLab REST API (v4, as gitlab.com and self-managed 17.x answer it) on loopback, for the
  * routes svc's GitLab client calls: the token's user and token, projects and memberships, and a
  * merge request's diffs, notes, discussions (diff notes checked against the diff), resolving,
- * approvals and award emoji (fake-gitlab-mr.ts). It authenticates `PRIVATE-TOKEN` or `Authorization:
+ * approvals and award emoji (fake-gitlab-mr.ts), and the comparison of two commits
+ * (fake-gitlab-repository.ts). It authenticates `PRIVATE-TOKEN` or `Authorization:
  * Bearer` as GitLab does, hides projects a user may not read behind "404 Project Not Found", answers
  * with GitLab's entities, error bodies and offset pagination, takes JSON, urlencoded or multipart
  * bodies (gitbeaker posts a diff note's position as multipart form fields), records every request,
@@ -167,6 +169,7 @@ export async function startFakeGitLab(options: {
         membership_state: "active",
       });
     }
+    if (segments[2] === "repository") return repositoryAnswer(project, params, origin);
     return mrs.answer(
       project,
       Number(segments[3]),
@@ -245,6 +248,7 @@ function known(method: string, segments: string[]): boolean {
   if (segments.length === 2) return method === "GET";
   if (kind === "members")
     return method === "GET" && rest.length === 2 && rest[0] === "all" && /^\d+$/.test(rest[1]!);
+  if (kind === "repository") return isRepositoryRoute(method, rest);
   if (kind !== "merge_requests" || !/^\d+$/.test(rest[0] ?? "")) return false;
   return mergeRequestRoute(method, rest.slice(1)) !== undefined;
 }

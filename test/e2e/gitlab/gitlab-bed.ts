@@ -151,6 +151,8 @@ export async function startGitlabBed(options: {
   /** daemon.yaml lines added at the top level (e.g. `repos:`) */
   daemon?: string;
   git?: { handle(req: IncomingMessage, res: ServerResponse): boolean };
+  /** agent name → its script, instead of one that waits for `release` (runs any number of times) */
+  scripts?: Record<string, string>;
 }): Promise<GitlabBed> {
   const database: TestDatabase = await createTestDatabase(inject("adminDatabaseUrl"));
   const gateDir = await mkdtemp(join(tmpdir(), "svc-gitlab-gate-"));
@@ -182,9 +184,12 @@ worker:
 ${options.daemon ?? ""}`,
     "agents/reviewer/PERSONA.md": "---\nname: reviewer\ndescription: Reviews.\n---\nYou review.\n",
   };
-  for (const agent of options.agents) files[`bin/${agent}`] = waitingAgent(gateDir, agent);
+  for (const agent of options.agents)
+    files[`bin/${agent}`] = options.scripts?.[agent] ?? waitingAgent(gateDir, agent);
+  // a body that states its own version keeps it (a shadow candidate needs another)
   for (const [name, body] of Object.entries(options.pipelines))
-    files[`pipelines/${name}.yaml`] = `version: 2.0.0\nagent: reviewer\n${body}`;
+    files[`pipelines/${name}.yaml`] =
+      `${body.startsWith("version:") ? "" : "version: 2.0.0\n"}agent: reviewer\n${body}`;
   const dir = await writeConfigDir(
     files,
     options.agents.map((agent) => `bin/${agent}`),
