@@ -9,6 +9,7 @@ export interface BacktestStarted {
     versionFile: string;
     candidateVersion: string;
     liveVersion: string;
+    replayAnswers?: boolean;
     pulls: { repo: string; number: number; event: string; head: string; finalHead: string }[];
     skipped: { repo: string; number: number; reason: string }[];
   };
@@ -38,6 +39,7 @@ export interface BacktestReportView {
     versionFile: string;
     candidateVersion: string;
     liveVersion: string;
+    replayAnswers?: boolean;
   };
   total: number;
   done: number;
@@ -51,6 +53,7 @@ export interface BacktestReportView {
     liveVersion: string | null;
     comparison: { candidate: PullComparisonView | null; live: PullComparisonView | null } | null;
     comparisonError?: string;
+    answers?: { recorded: number; replayed: number; diverged: number; missing: number };
   }[];
   totals: { candidate: VersionTotalsView; live: VersionTotalsView | null };
 }
@@ -63,8 +66,10 @@ const cells = (c: PullComparisonView | null | undefined) =>
 /** Per pull request, then the totals of each version with their intervals. */
 export function backtestReport(report: BacktestReportView): string {
   const { backtest } = report;
+  // a backtest with replayed answers says, per pull request, how the candidate's calls were answered
+  const replay = backtest.replayAnswers === true;
   const lines = [
-    `${backtest.id}: ${backtest.pipeline} ${backtest.candidateVersion} (${backtest.versionFile}) against the live ${backtest.liveVersion}, ${report.done}/${report.total} pull requests compared`,
+    `${backtest.id}: ${backtest.pipeline} ${backtest.candidateVersion} (${backtest.versionFile}) against the live ${backtest.liveVersion}, ${report.done}/${report.total} pull requests compared${replay ? ", model answers replayed from the live runs" : ""}`,
     "",
     table(
       [
@@ -79,6 +84,7 @@ export function backtestReport(report: BacktestReportView): string {
         "LIVE ON HUMAN",
         "LIVE ON FIXED",
         "LIVE HUMAN FOUND",
+        ...(replay ? ["MODEL ANSWERS"] : []),
       ],
       report.items.map((item) => [
         `${item.repo}#${item.number}`,
@@ -86,6 +92,7 @@ export function backtestReport(report: BacktestReportView): string {
         runCell(item),
         ...cells(item.comparison?.candidate),
         ...cells(item.comparison?.live),
+        ...(replay ? [answersCell(item.answers)] : []),
       ]),
     ),
     "",
@@ -111,6 +118,13 @@ function runCell(item: BacktestReportView["items"][number]): string {
   const code = item.code && item.status !== "completed" ? ` (${item.code})` : "";
   const why = item.comparisonError ? ` (not compared: ${item.comparisonError})` : "";
   return `${item.status}${code}${why}`;
+}
+
+/** `replayed 3/3 (diverged 3, missing 0)`: calls answered from the 3 recorded answers of the live run. */
+function answersCell(answers: BacktestReportView["items"][number]["answers"]): string {
+  if (!answers) return "-";
+  if (answers.recorded === 0) return "none recorded";
+  return `replayed ${answers.replayed}/${answers.recorded} (diverged ${answers.diverged}, missing ${answers.missing})`;
 }
 
 function totalsRow(label: string, totals: VersionTotalsView): string[] {

@@ -111,6 +111,8 @@ export interface NewBacktest {
   liveVersion: string;
   selection: Record<string, unknown>;
   owner: string | null;
+  /** the candidate's model calls are answered from the live runs' recorded answers (migration 106) */
+  replayAnswers: boolean;
   /** merged pull requests with a recorded event */
   pulls: (MergedPull & { event: NonNullable<MergedPull["event"]> })[];
 }
@@ -136,8 +138,8 @@ export async function startBacktest(pool: pg.Pool, boss: PgBoss, backtest: NewBa
     })),
     async (client, recorded) => {
       await client.query(
-        `INSERT INTO svc.backtests (id, pipeline, version_file, candidate_version, live_version, selection, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        `INSERT INTO svc.backtests (id, pipeline, version_file, candidate_version, live_version, selection, created_by, replay_answers)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
         [
           id,
           backtest.pipeline,
@@ -146,6 +148,7 @@ export async function startBacktest(pool: pg.Pool, boss: PgBoss, backtest: NewBa
           backtest.liveVersion,
           JSON.stringify(backtest.selection),
           backtest.owner,
+          backtest.replayAnswers,
         ],
       );
       const triggers = recorded.map((trigger) => trigger.id);
@@ -185,6 +188,8 @@ export interface BacktestRow {
   selection: Record<string, unknown>;
   createdBy: string | null;
   createdAt: Date;
+  /** started with `replay_answers`: its candidate runs were answered from recorded model answers */
+  replayAnswers: boolean;
 }
 
 /** A run as a backtest reads it: the candidate's replay, or the live run of the replayed event. */
@@ -215,7 +220,8 @@ export interface BacktestItem {
 export async function getBacktest(db: Queryable, id: string): Promise<BacktestRow | undefined> {
   const { rows } = await db.query<BacktestRow>(
     `SELECT id, pipeline, version_file AS "versionFile", candidate_version AS "candidateVersion",
-            live_version AS "liveVersion", selection, created_by AS "createdBy", created_at AS "createdAt"
+            live_version AS "liveVersion", selection, created_by AS "createdBy", created_at AS "createdAt",
+            replay_answers AS "replayAnswers"
        FROM svc.backtests WHERE id = $1`,
     [id],
   );

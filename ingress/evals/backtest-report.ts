@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { type BacktestItem, type BacktestRow, backtestItems, saveComparison } from "../../db/backtests.ts";
+import { type ReplayCounts, recordedCounts, replayCounts } from "../../db/recorded-answers.ts";
 import { botName } from "../../shared/config/authors.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 import type { Logger } from "../../shared/logger.ts";
@@ -44,6 +45,11 @@ export interface ReportItem {
   comparison: StoredComparison | null;
   /** why the comparison is not there yet although the run ended (the code host refused a read) */
   comparisonError?: string;
+  /**
+   * a backtest with `replayAnswers`: the model answers the live run recorded, and how the gateway
+   * answered the candidate's model calls from them (`replayed` counts the diverged ones too)
+   */
+  answers?: ReplayCounts & { recorded: number };
 }
 
 export interface BacktestReport {
@@ -53,6 +59,9 @@ export interface BacktestReport {
   items: ReportItem[];
   totals: { candidate: VersionTotals; live: VersionTotals | null };
 }
+
+/** The two reads a comparison makes, of GitHub or of GitLab (ingress/repos/gitlab-reads.ts). */
+type BacktestReads = Pick<CodehostReads, "reviewComments" | "compare">;
 
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 
@@ -69,10 +78,11 @@ function statusOf(item: BacktestItem): string {
 }
 
 export async function backtestReport(
-  deps: { pool: pg.Pool; config: Readonly<ConfigSnapshot>; logger: Logger; reads: () => CodehostReads },
+  deps: { pool: pg.Pool; config: Readonly<ConfigSnapshot>; logger: Logger; reads: () => BacktestReads },
   backtest: BacktestRow,
 ): Promise<BacktestReport> {
   const items = await backtestItems(deps.pool, backtest);
+  const answers = backtest.replayAnswers ? await answersOf(deps.pool, items) : undefined;
   const own = [botName(deps.config), `${botName(deps.config)}[bot]`];
   const report: ReportItem[] = [];
   for (const item of items) {
@@ -89,6 +99,7 @@ export async function backtestReport(
       liveInvocation: item.live?.invocation ?? null,
       liveVersion: item.live?.version ?? null,
       comparison: (item.comparison as StoredComparison | null) ?? null,
+      ...(answers ? { answers: answers(item) } : {}),
     };
     if (!entry.comparison && (ENDED.has(status) || status === "discarded")) {
       try {
@@ -119,8 +130,35 @@ export async function backtestReport(
   };
 }
 
+/** Per item: the live run's recorded answers and how the candidate's calls were answered from them. */
+async function answersOf(
+  pool: pg.Pool,
+  items: BacktestItem[],
+): Promise<(item: BacktestItem) => ReplayCounts & { recorded: number }> {
+  const ids = (pick: (item: BacktestItem) => string | undefined) =>
+    items.flatMap((item) => {
+      const id = pick(item);
+      return id ? [id] : [];
+    });
+  const [replays, recorded] = await Promise.all([
+    replayCounts(
+      pool,
+      ids((item) => item.candidate?.invocation),
+    ),
+    recordedCounts(
+      pool,
+      ids((item) => item.live?.invocation),
+    ),
+  ]);
+  const none = { replayed: 0, diverged: 0, missing: 0 };
+  return (item) => ({
+    recorded: (item.live && recorded.get(item.live.invocation)) || 0,
+    ...((item.candidate && replays.get(item.candidate.invocation)) || none),
+  });
+}
+
 async function compareItem(
-  reads: CodehostReads,
+  reads: BacktestReads,
   item: BacktestItem,
   own: string[],
 ): Promise<StoredComparison> {

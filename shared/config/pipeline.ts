@@ -50,6 +50,7 @@ const PIPELINE_KEYS = [
   "authors",
   "review",
   "shadow",
+  "record_answers",
 ];
 
 export function readPipeline(f: ConfigFile, name: string, data: unknown): PipelineDraft | undefined {
@@ -106,6 +107,7 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
   const authors = readAuthorList(f, root, "authors", []);
   const review = readReview(f, root);
   const shadow = readShadow(f, root, name);
+  const recordAnswers = readRecordAnswers(f, root);
   if (sandbox && tools.length > 0)
     f.report(
       ["tools"],
@@ -145,7 +147,20 @@ export function readPipeline(f: ConfigFile, name: string, data: unknown): Pipeli
     ...(authors ? { authors } : {}),
     ...(review ? { review } : {}),
     ...(shadow ? { shadow } : {}),
+    ...(recordAnswers ? { recordAnswers } : {}),
   };
+}
+
+/** `record_answers`: the gateway keeps its live runs' model answers, for backtests that replay them. */
+function readRecordAnswers(f: ConfigFile, root: YamlMap): boolean {
+  if (root.record_answers === undefined || typeof root.record_answers === "boolean")
+    return root.record_answers === true;
+  f.report(
+    ["record_answers"],
+    "invalid_type",
+    `"record_answers" must be true or false (got ${quote(root.record_answers)}) - true has the worker's gateway record the model answers of this pipeline's live runs, which svc eval backtest --replay-answers gives its candidate (docs/evals.md, "Replayed model answers")`,
+  );
+  return false;
 }
 
 function readRetainCheckout(f: ConfigFile, root: YamlMap): boolean {

@@ -248,6 +248,8 @@ export interface Pipeline {
   review?: ReviewSettings;
   /** `shadow:`: a candidate version run beside this one, its outputs held back (docs/evals.md, "Shadow versions") */
   shadow?: ShadowVersion;
+  /** `record_answers:`: the gateway records its live runs' model answers (docs/evals.md, "Replayed model answers") */
+  recordAnswers?: boolean;
 }
 
 /** `shadow:` of a pipeline, with its candidate resolved from `version_file` (shared/config/load.ts). */

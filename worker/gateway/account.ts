@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Budget, Target } from "../../shared/config/types.ts";
 import { type Diagnostic, diagnostic } from "../../shared/diagnostics.ts";
+import type { AnswerBook } from "./answer-book.ts";
 import { apiOf } from "./apis.ts";
 import { describeSpend, type Ledger, type Overrun } from "./ledger.ts";
 import { addSpend, NO_SPEND, type Spend } from "./usage.ts";
@@ -43,6 +44,8 @@ export class GatewayAccount {
   readonly ledger: Ledger;
   /** what this attempt spent */
   readonly spend: Spend = { ...NO_SPEND };
+  /** its model answers recorded, or replayed from a recording (recording.ts); undefined: neither */
+  answers: AnswerBook | undefined;
   readonly #registry: LeaseRegistry;
   readonly #leases: Lease[] = [];
   readonly #stop = new AbortController();

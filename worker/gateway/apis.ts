@@ -80,7 +80,8 @@ export type GatewayError =
   | "upstream"
   | "invalid"
   | "unmetered"
-  | "too_large";
+  | "too_large"
+  | "no_recording";
 
 const ERRORS: Record<
   GatewayError,
@@ -106,6 +107,12 @@ const ERRORS: Record<
     status: 413,
     anthropic: "request_too_large",
     openai: ["invalid_request_error", "request_too_large"],
+  },
+  // a replaying run's call past the recording (recording.ts): a failure the agent does not retry
+  no_recording: {
+    status: 400,
+    anthropic: "invalid_request_error",
+    openai: ["invalid_request_error", "no_recorded_answer"],
   },
 };
 

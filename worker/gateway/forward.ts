@@ -3,6 +3,7 @@ import type { Logger } from "../../shared/logger.ts";
 import type { Lease } from "./account.ts";
 import { credentialHeaders, DEFAULT_BASE_URLS, errorAnswer, upstreamUrl } from "./apis.ts";
 import { requestHeaders, responseHeaders } from "./headers.ts";
+import { type Tape, tapeOf } from "./recording.ts";
 import { readModelRequest } from "./request.ts";
 import { answerJson, openUpstream } from "./upstream.ts";
 import { chargedUsage, costOf, NO_SPEND, StreamUsage, type Usage, usageOfBody } from "./usage.ts";
@@ -74,6 +75,8 @@ function send(
   const { passed, dropped } = requestHeaders(api, request.headers);
   logDropped(lease, dropped, deps.logger);
   if (model) account.record({ ...NO_SPEND, requests: 1 });
+  // numbered now, in the order the calls are made: a recording's order is the calls'
+  const tape = body ? tapeOf(lease, path, body, deps.logger) : undefined;
   const encoding = request.headers["content-encoding"];
   const upstream = openUpstream(url, request, response, {
     ...passed,
@@ -99,7 +102,7 @@ function send(
       errorAnswer(api, "upstream", `svc's gateway could not reach the model API of target ${target.name}`),
     );
   });
-  upstream.on("response", (answer) => relay(forwarding, answer, response, deps, body?.length ?? 0));
+  upstream.on("response", (answer) => relay(forwarding, answer, response, deps, body?.length ?? 0, tape));
   if (body) upstream.end(body);
   else request.pipe(upstream);
 }
@@ -122,11 +125,14 @@ function relay(
   response: ServerResponse,
   deps: Deps,
   sent: number,
+  tape: Tape | undefined,
 ): void {
   const status = answer.statusCode ?? 502;
   // the credential is refused from the status alone: a request racing this answer's body is not forwarded on it
   if (status === 401 || status === 403) lease.refusal ??= { kind: "dead", reason: `HTTP ${status}` };
-  response.writeHead(status, answer.statusMessage, responseHeaders(answer.headers));
+  const headers = responseHeaders(answer.headers);
+  response.writeHead(status, answer.statusMessage, headers);
+  tape?.head(status, headers);
   const ok = status >= 200 && status < 300;
   const stream = ok && model && /text\/event-stream/i.test(String(answer.headers["content-type"] ?? ""));
   const usage = stream ? new StreamUsage() : undefined;
@@ -140,6 +146,7 @@ function relay(
       response.once("drain", () => answer.resume());
     }
     received += chunk.length;
+    tape?.push(chunk);
     if (usage) usage.push(chunk);
     else if (keptBytes < limit) {
       kept.push(chunk);
@@ -158,6 +165,7 @@ function relay(
       settle(lease, chargedUsage(read, whole, sent, received), deps.logger);
     }
     if (!ok) judge(lease, status, answer, text, deps);
+    tape?.end(complete);
     // a cut answer is cut for the agent too: it must not take the part it got for the whole
     if (complete) response.end();
     else response.destroy();

@@ -12,6 +12,7 @@ import { apiOfPath, clientBaseUrl, errorAnswer, routeOf, tokenOf } from "./apis.
 import { forwardToDaemon } from "./daemon.ts";
 import { forward } from "./forward.ts";
 import { Ledger } from "./ledger.ts";
+import { openAnswerBook, replayAnswer } from "./recording.ts";
 import { answerJson } from "./upstream.ts";
 import type { CredentialStates } from "./verdict.ts";
 
@@ -116,6 +117,12 @@ export class ModelGateway implements LeaseRegistry {
     taskId: string;
     budget: Budget | undefined;
     onToken: (token: string) => void;
+    /**
+     * the attempt's model answers: replayed when its run is a backtest's candidate with
+     * `replay_answers`, recorded when `record` (the pipeline's `record_answers`) and its run is live
+     * (recording.ts); absent: neither, and nothing is read for it
+     */
+    answers?: { record: boolean };
   }): Promise<GatewayAccount> {
     let ledger = this.#ledgers.get(spec.invocationId);
     if (!ledger || ledger.budget !== spec.budget) {
@@ -128,6 +135,12 @@ export class ModelGateway implements LeaseRegistry {
     const account = new GatewayAccount(this, ledger, spec.taskId, spec.onToken);
     try {
       await ledger.refresh();
+      if (spec.answers)
+        account.answers = await openAnswerBook(this.#deps.db, {
+          invocationId: spec.invocationId,
+          taskId: spec.taskId,
+          record: spec.answers.record,
+        });
     } catch (error) {
       await account.close();
       throw error;
@@ -235,6 +248,11 @@ export class ModelGateway implements LeaseRegistry {
       return;
     }
     const { account } = lease;
+    // a replaying run's model calls are answered from the recording: never upstream, never charged
+    if (route.model && account.answers?.mode === "replay") {
+      replayAnswer(lease, path, request, response, this.#deps.logger);
+      return;
+    }
     if (route.model) {
       const overrun = account.ledger.overrun();
       if (overrun) {

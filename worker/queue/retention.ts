@@ -2,6 +2,7 @@ import { readdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type pg from "pg";
 import { expireTranscripts } from "../../db/artifacts.ts";
+import { expireRecordedAnswers } from "../../db/recorded-answers.ts";
 import { deleteDiscardedOlderThan } from "../../db/trigger-status.ts";
 import type { ConfigSnapshot } from "../../shared/config/types.ts";
 
@@ -63,6 +64,8 @@ export async function sweepWorkspaces(
     }
   }
   await expireTranscripts(db, transcriptDays);
+  // recorded model answers (record_answers) hold what transcripts do: kept as long
+  await expireRecordedAnswers(db, transcriptDays);
   result.discardedTriggers = await deleteDiscardedOlderThan(db, checkoutDays);
   return result;
 }

@@ -105,6 +105,8 @@ export async function startRuntime(
     invocationId: agent.invocationId,
     taskId,
     budget: agent.pipeline.budget,
+    // its model answers recorded (a live run) or replayed (a backtest's candidate): recording.ts
+    answers: { record: agent.pipeline.recordAnswers === true },
     // a gateway token is the agent's key: what it prints of it is redacted like its run token
     onToken: (value) => agent.secrets.add(value),
   });

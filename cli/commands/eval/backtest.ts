@@ -16,13 +16,16 @@ export default class EvalBacktest extends Command {
     "the run's held/outputs.md). The candidate is the pipeline's shadow.version_file (svc pipeline shadow). When " +
     "the runs have ended, each pull request's findings are set against the lines human reviewers commented on " +
     "and the lines commits pushed after that head changed before the merge (within 3 lines), beside the live " +
-    "version's findings on the same events where it ran, with totals and 95% Wilson intervals. Waits, printing " +
+    "version's findings on the same events where it ran, with totals and 95% Wilson intervals. With " +
+    "--replay-answers the candidate's model calls are answered with the model answers the live runs recorded " +
+    "(the pipeline's record_answers), never by the model API, so only the prompt differs. Waits, printing " +
     "progress, unless --no-wait; `svc eval backtest bkt_…` shows (and waits for) a backtest started earlier. " +
     'Needs `evals:write` and `pipelines:invoke`. See docs/evals.md, "Backtests".';
   static override examples = [
     "<%= config.bin %> eval backtest pr-review --version-file pipelines/pr-review.next.yaml --last 30d",
     "<%= config.bin %> eval backtest pr-review --version-file pipelines/pr-review.next.yaml --pulls acme/widgets#1..#200",
     "<%= config.bin %> eval backtest pr-review --version-file pipelines/pr-review.next.yaml --pulls acme/widgets#12 --pulls acme/api#3..#9 --at last",
+    "<%= config.bin %> eval backtest pr-review --version-file pipelines/pr-review.next.yaml --last 30d --replay-answers",
     "<%= config.bin %> eval backtest pr-review --version-file pipelines/pr-review.next.yaml --last 7d --no-wait",
     "<%= config.bin %> eval backtest bkt_2m4k6q8s0u2w4y6a8c0e --json",
   ];
@@ -54,6 +57,11 @@ export default class EvalBacktest extends Command {
       description: "at most this many pull requests, newest merges first",
       min: 1,
       max: 1000,
+    }),
+    "replay-answers": Flags.boolean({
+      description:
+        "answer the candidate's model calls with the live runs' recorded answers (record_answers), not the model API",
+      default: false,
     }),
     wait: Flags.boolean({
       description: "wait for the runs and print the comparison (--no-wait prints the id)",
@@ -94,6 +102,7 @@ export default class EvalBacktest extends Command {
           ...(flags.last !== undefined ? { last: flags.last } : { pulls: flags.pulls }),
           at: flags.at,
           ...(flags.limit !== undefined ? { limit: flags.limit } : {}),
+          ...(flags["replay-answers"] ? { replay_answers: true } : {}),
         }),
       );
       id = started.backtest.id;
@@ -104,7 +113,7 @@ export default class EvalBacktest extends Command {
       if (!this.jsonEnabled()) {
         const { backtest } = started;
         this.log(
-          `${id}: ${backtest.pipeline} ${backtest.candidateVersion} replaying on ${backtest.pulls.length} merged pull requests, outputs held back`,
+          `${id}: ${backtest.pipeline} ${backtest.candidateVersion} replaying on ${backtest.pulls.length} merged pull requests, outputs held back${backtest.replayAnswers ? ", model answers replayed from the live runs" : ""}`,
         );
         for (const skipped of backtest.skipped)
           this.log(`  skipped ${skipped.repo}#${skipped.number}: ${skipped.reason}`);

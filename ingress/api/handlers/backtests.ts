@@ -1,4 +1,5 @@
-import { type BacktestSelection, getBacktest, mergedPulls, startBacktest } from "../../../db/backtests.ts";
+import { type BacktestSelection, getBacktest, startBacktest } from "../../../db/backtests.ts";
+import { triggersWithRecordedAnswers } from "../../../db/recorded-answers.ts";
 import { VERSION_FILE } from "../../../shared/config/pipeline/shadow.ts";
 import { isIdOf } from "../../../shared/ids.ts";
 import { backtestReport } from "../../evals/backtest-report.ts";
@@ -6,8 +7,8 @@ import { ok } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
 import { allowOnlyKeys, bodyObject, parseSince, pathParam } from "../input.ts";
 import type { Reply, RouteContext } from "../types.ts";
+import { backtestReads, mergedOnHost, nothingToReplay, notRecordedReason } from "./backtest-hosts.ts";
 import { pipelineNamed } from "./firing.ts";
-import { reader } from "./repos.ts";
 
 const DEFAULT_LIMIT = 200;
 const MAX_LIMIT = 1000;
@@ -42,7 +43,7 @@ export function parsePulls(value: unknown): { repo: string; from: number; to: nu
  */
 export async function createBacktestRoute(ctx: RouteContext): Promise<Reply> {
   const body = bodyObject(ctx.req);
-  allowOnlyKeys(body, ["pipeline", "version_file", "last", "pulls", "at", "limit"]);
+  allowOnlyKeys(body, ["pipeline", "version_file", "last", "pulls", "at", "limit", "replay_answers"]);
   if (typeof body.pipeline !== "string" || !body.pipeline)
     throw badRequest('"pipeline" (a pipeline name) is required');
   const pipeline = pipelineNamed(ctx, body.pipeline);
@@ -58,10 +59,6 @@ export async function createBacktestRoute(ctx: RouteContext): Promise<Reply> {
         ? `${file} is pipeline ${pipeline.name}'s shadow.version_file, but the daemon could not load it as a candidate; run svc config validate and fix what it names`
         : `${file} is not the candidate the daemon loaded for pipeline ${pipeline.name}: a backtest runs the pipeline's shadow version; declare it with svc pipeline shadow ${pipeline.name} ${file} --share 0 (it then runs in backtests only; svc daemon restart), so no other pipeline runs that file`,
     );
-  if (ctx.deps.config.codehost?.kind === "gitlab")
-    throw badRequest(
-      "a backtest replays merged GitHub pull requests; codehost.kind is gitlab, whose merge requests it does not select yet",
-    );
   if ((body.last === undefined) === (body.pulls === undefined))
     throw badRequest(
       'name the pull requests with exactly one of "last" (e.g. "30d") or "pulls" (e.g. ["acme/widgets#1..#200"])',
@@ -74,25 +71,47 @@ export async function createBacktestRoute(ctx: RouteContext): Promise<Reply> {
   const limit = body.limit ?? DEFAULT_LIMIT;
   if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
     throw badRequest(`"limit" must be a whole number from 1 to ${MAX_LIMIT}`);
+  const replayAnswers = body.replay_answers ?? false;
+  if (typeof replayAnswers !== "boolean")
+    throw badRequest(
+      `"replay_answers" must be true or false (got ${JSON.stringify(replayAnswers)}): true answers the candidate's model calls with the answers recorded on the live runs (the pipeline's record_answers)`,
+    );
   const selection: BacktestSelection = { at, limit };
   if (body.last !== undefined) {
     if (typeof body.last !== "string") throw badRequest('"last" must be a duration such as 30d');
     selection.since = parseSince(body.last, "last");
   } else selection.pulls = parsePulls(body.pulls);
 
-  const merged = await mergedPulls(ctx.deps.pool, selection);
+  const merged = await mergedOnHost(ctx, selection);
   const replayed = merged.flatMap((pull) => (pull.event ? [{ ...pull, event: pull.event }] : []));
   const skipped = merged
     .filter((pull) => !pull.event)
     .map((pull) => ({
       repo: pull.repo,
       number: pull.number,
-      reason: "no pull_request delivery (opened, reopened, synchronize) was recorded before its merge",
+      reason: notRecordedReason(ctx),
     }));
   if (replayed.length === 0)
     throw badRequest(
-      `svc recorded no merged pull request ${body.last !== undefined ? `in the last ${body.last}` : `among ${(body.pulls as unknown[] | string).toString()}`} with a pull_request delivery before its merge${skipped.length ? ` (${skipped.length} merged without one)` : ""}; a backtest replays what svc recorded: its GitHub webhook must send pull_request events`,
+      nothingToReplay(
+        ctx,
+        body.last !== undefined
+          ? `in the last ${body.last}`
+          : `among ${(body.pulls as unknown[] | string).toString()}`,
+        skipped.length,
+      ),
     );
+  if (replayAnswers) {
+    const recorded = await triggersWithRecordedAnswers(
+      ctx.deps.pool,
+      pipeline.name,
+      replayed.map((pull) => pull.event.trigger),
+    );
+    if (recorded.size === 0)
+      throw badRequest(
+        `"replay_answers": no live run of pipeline ${pipeline.name} recorded its model answers on the ${replayed.length} event${replayed.length === 1 ? "" : "s"} this backtest replays; set record_answers: true in ${pipeline.file} (svc daemon restart) and backtest pull requests reviewed after that, or start it without replay_answers`,
+      );
+  }
   const id = await startBacktest(ctx.deps.pool, ctx.deps.boss, {
     pipeline: pipeline.name,
     versionFile: file,
@@ -104,6 +123,7 @@ export async function createBacktestRoute(ctx: RouteContext): Promise<Reply> {
       limit,
     },
     owner: ctx.principal.owner,
+    replayAnswers,
     pulls: replayed,
   });
   ctx.deps.logger.info("backtest started", {
@@ -121,6 +141,7 @@ export async function createBacktestRoute(ctx: RouteContext): Promise<Reply> {
         versionFile: file,
         candidateVersion: candidate.version,
         liveVersion: pipeline.version,
+        replayAnswers,
         pulls: replayed.map((pull) => ({
           repo: pull.repo,
           number: pull.number,
@@ -141,6 +162,6 @@ export async function getBacktestRoute(ctx: RouteContext): Promise<Reply> {
   if (!isIdOf("backtest", id)) throw notFound("backtest");
   const backtest = await getBacktest(ctx.deps.pool, id);
   if (!backtest) throw notFound("backtest");
-  const report = await backtestReport({ ...ctx.deps, reads: () => reader(ctx) }, backtest);
+  const report = await backtestReport({ ...ctx.deps, reads: () => backtestReads(ctx) }, backtest);
   return ok(report);
 }

@@ -9,7 +9,7 @@ export const BACKTEST_ROUTES: readonly RouteSpec[] = [
     scope: "evals:write",
     alsoScope: "pipelines:invoke",
     summary:
-      "replay the candidate `{ pipeline, version_file, last | pulls, at?, limit? }` (the pipeline's shadow.version_file) on the recorded events of merged pull requests, each at its old head, outputs held back",
+      "replay the candidate `{ pipeline, version_file, last | pulls, at?, limit?, replay_answers? }` (the pipeline's shadow.version_file) on the recorded events of merged pull requests, each at its old head, outputs held back",
     handler: createBacktestRoute,
     response: {
       status: 202,
@@ -26,6 +26,7 @@ export const BACKTEST_ROUTES: readonly RouteSpec[] = [
         pulls: { type: "array", items: { type: "string" } },
         at: { enum: ["first", "last"] },
         limit: { type: "integer" },
+        replay_answers: { type: "boolean" },
       },
     },
   },
