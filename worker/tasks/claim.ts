@@ -69,8 +69,10 @@ async function runAndRecordTask(
   let end: TaskEnd;
   let cleanup: Workspace | undefined;
   let pipeline: Pipeline | undefined;
+  let shadow = false;
   try {
     const workload = await workloadOfInvocation(deps.pool, task.invocationId);
+    shadow = workload?.shadow === true;
     pipeline = workload ? runPipeline(deps.config, workload.pipeline, workload.shadow === true) : undefined;
     if (!workload || !pipeline?.orchestrator) {
       const message = `pipeline ${workload?.pipeline ?? "(unknown)"} is no longer configured as orchestrated on this worker`;
@@ -106,7 +108,7 @@ async function runAndRecordTask(
     );
     if (artifact) await upsertArtifact(deps.records, artifact);
   }
-  await recordTaskEnd(deps, task, pipeline, watch.cancelled() ? { kind: "stopped" } : end);
+  await recordTaskEnd(deps, task, { pipeline, shadow }, watch.cancelled() ? { kind: "stopped" } : end);
 }
 
 type TaskWatch = HeldWatch;
@@ -133,20 +135,22 @@ function watchTask(
 
 /**
  * Records the end: a finished task with its result or diagnostic; a task the shutdown took back
- * queued again with a fresh job; a cancelled one as it is. Then the run's next pending task may start.
+ * queued again with a fresh job (a shadow run's on its target's shadow lane, as promoteTasks sends
+ * it); a cancelled one as it is. Then the run's next pending task may start.
  */
 async function recordTaskEnd(
   deps: TaskDeps,
   task: OrchestratedTask,
-  pipeline: Pipeline | undefined,
+  run: { pipeline: Pipeline | undefined; shadow: boolean },
   end: TaskEnd,
 ): Promise<void> {
+  const { pipeline } = run;
   await revokeTaskTokens(deps.records, task.id).catch(() => {}); // it expires on its own
   const maxParallel = pipeline?.orchestrator?.maxParallel ?? 1;
   const lanes = await withTransaction(deps.pool, async (client) => {
     if (end.kind === "released") {
       if (!(await releaseOrchestratedTask(client, task.id, deps.workerId))) return [];
-      const queue = laneQueue(task.target);
+      const queue = laneQueue(task.target, run.shadow);
       const job: TaskJob = { invocationId: task.invocationId, taskId: task.id };
       await deps.boss.send(queue, job, { db: transactionDb(client) });
       return [queue];
