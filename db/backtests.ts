@@ -1,108 +1,14 @@
 import type pg from "pg";
 import type { PgBoss } from "pg-boss";
 import { newId } from "../shared/ids.ts";
+import type { MergedPull } from "./merged-pulls.ts";
 import type { Queryable } from "./queryable.ts";
 import { recordTriggers } from "./record-trigger.ts";
 
 /**
  * Backtests (issue 57, migration 105): a pipeline's candidate version replayed on the recorded
- * events of merged pull requests. The selection reads svc.triggers only: a pull request counts as
- * merged when svc recorded its `pull_request.closed` delivery with `merged: true`, and what is
- * replayed is a `pull_request` delivery svc recorded before that (opened, reopened, synchronize,
- * ready_for_review), never a held one (a rehearsal's or another backtest's).
+ * events of merged pull requests (which ones: merged-pulls.ts).
  */
-
-/** The recorded events a review answers: the head they name is the code the replay checks out. */
-export const CODE_EVENTS = [
-  "pull_request.opened",
-  "pull_request.reopened",
-  "pull_request.synchronize",
-  "pull_request.ready_for_review",
-];
-
-export interface BacktestSelection {
-  /** merged at or after this time */
-  since?: Date;
-  /** merged pull requests of these repositories whose number is in [from, to] */
-  pulls?: { repo: string; from: number; to: number }[];
-  /**
-   * `first`: the first recorded event (the head reviewers first saw; every later push is a "later
-   * fix"); `last`: the last one before the merge
-   */
-  at: "first" | "last";
-  limit: number;
-}
-
-/** A merged pull request and the recorded event a backtest would replay (null: none was recorded). */
-export interface MergedPull {
-  repo: string;
-  number: number;
-  mergedAt: Date;
-  finalHead: string;
-  event: { trigger: string; name: string; payload: unknown; head: string } | null;
-}
-
-export async function mergedPulls(db: Queryable, selection: BacktestSelection): Promise<MergedPull[]> {
-  const pulls = selection.pulls ?? null;
-  const { rows } = await db.query<{
-    repo: string;
-    number: number;
-    merged_at: Date;
-    final_head: string;
-    event_id: string | null;
-    event_name: string | null;
-    payload: unknown;
-    head: string | null;
-  }>(
-    `WITH merges AS (
-       SELECT DISTINCT ON (repo, number) t.created_at AS merged_at, t.payload->'repository'->>'full_name' AS repo,
-              (t.payload->'pull_request'->>'number')::int AS number,
-              t.payload->'pull_request'->'head'->>'sha' AS final_head
-         FROM svc.triggers t
-        WHERE t.kind = 'codehost' AND t.event_name = 'pull_request.closed' AND NOT t.hold_outputs
-          AND t.payload->'pull_request'->>'merged' = 'true'
-          AND ($1::timestamptz IS NULL OR t.created_at >= $1)
-        ORDER BY repo, number, t.created_at DESC
-     )
-     SELECT m.repo, m.number, m.merged_at, m.final_head, e.id AS event_id, e.event_name, e.payload,
-            e.payload->'pull_request'->'head'->>'sha' AS head
-       FROM merges m
-       LEFT JOIN LATERAL (
-         SELECT id, event_name, payload, created_at FROM svc.triggers e
-          WHERE e.kind = 'codehost' AND e.event_name = ANY($2::text[]) AND NOT e.hold_outputs
-            AND e.created_at <= m.merged_at
-            AND e.payload->'repository'->>'full_name' = m.repo
-            AND e.payload->'pull_request'->>'number' = m.number::text
-          ORDER BY CASE WHEN $3 = 'first' THEN e.created_at END ASC, e.created_at DESC
-          LIMIT 1
-       ) e ON true
-      WHERE m.repo IS NOT NULL AND m.final_head IS NOT NULL
-        AND ($4::text[] IS NULL OR EXISTS (
-              SELECT 1 FROM unnest($4::text[], $5::int[], $6::int[]) AS p(repo, lo, hi)
-               WHERE p.repo = m.repo AND m.number BETWEEN p.lo AND p.hi))
-      ORDER BY m.merged_at DESC, m.repo, m.number
-      LIMIT $7`,
-    [
-      selection.since ?? null,
-      CODE_EVENTS,
-      selection.at,
-      pulls?.map((p) => p.repo) ?? null,
-      pulls?.map((p) => p.from) ?? null,
-      pulls?.map((p) => p.to) ?? null,
-      selection.limit,
-    ],
-  );
-  return rows.map((row) => ({
-    repo: row.repo,
-    number: row.number,
-    mergedAt: row.merged_at,
-    finalHead: row.final_head,
-    event:
-      row.event_id && row.event_name && row.head
-        ? { trigger: row.event_id, name: row.event_name, payload: row.payload, head: row.head }
-        : null,
-  }));
-}
 
 export interface NewBacktest {
   pipeline: string;

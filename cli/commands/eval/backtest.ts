@@ -69,10 +69,10 @@ export default class EvalBacktest extends Command {
       allowNo: true,
     }),
     "poll-ms": Flags.integer({
-      description: "how often progress is read",
+      description: "how often, in milliseconds, the progress is read from the daemon while waiting",
       default: 2000,
       min: 50,
-      hidden: true,
+      helpValue: "<ms>",
     }),
   };
 

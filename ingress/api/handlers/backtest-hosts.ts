@@ -1,20 +1,17 @@
-import { type BacktestSelection, type MergedPull, mergedPulls } from "../../../db/backtests.ts";
-import { mergedMergeRequests } from "../../../db/gitlab-backtests.ts";
+import { type BacktestSelection, type MergedPull, mergedPulls } from "../../../db/merged-pulls.ts";
 import { type BacktestReads, gitlabBacktestReads } from "../../repos/gitlab-reads.ts";
 import type { RouteContext } from "../types.ts";
 import { reader } from "./repos.ts";
 
 /**
- * What a backtest selects and reads on the code host svc serves: merged GitHub pull requests
- * (db/backtests.ts) or, with `codehost.kind: gitlab`, merged merge requests (db/gitlab-backtests.ts),
- * and the reads its comparison makes (ingress/repos/gitlab-reads.ts on GitLab).
+ * What a backtest selects and reads on the code host svc serves: merged GitHub pull requests or,
+ * with `codehost.kind: gitlab`, merged merge requests (db/merged-pulls.ts), and the reads its
+ * comparison makes (ingress/repos/gitlab-reads.ts on GitLab).
  */
 const onGitlab = (ctx: RouteContext) => ctx.deps.config.codehost?.kind === "gitlab";
 
 export function mergedOnHost(ctx: RouteContext, selection: BacktestSelection): Promise<MergedPull[]> {
-  return onGitlab(ctx)
-    ? mergedMergeRequests(ctx.deps.pool, selection)
-    : mergedPulls(ctx.deps.pool, selection);
+  return mergedPulls(ctx.deps.pool, selection, onGitlab(ctx) ? "gitlab" : "github");
 }
 
 /** Why a merged pull request (merge request) is not replayed: no event of its code was recorded. */

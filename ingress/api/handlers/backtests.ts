@@ -1,4 +1,5 @@
-import { type BacktestSelection, getBacktest, startBacktest } from "../../../db/backtests.ts";
+import { getBacktest, startBacktest } from "../../../db/backtests.ts";
+import type { BacktestSelection } from "../../../db/merged-pulls.ts";
 import { triggersWithRecordedAnswers } from "../../../db/recorded-answers.ts";
 import { VERSION_FILE } from "../../../shared/config/pipeline/shadow.ts";
 import { isIdOf } from "../../../shared/ids.ts";

@@ -278,6 +278,8 @@ worker:
     )?.[1];
     expect(id, ran.stdout).toBeDefined();
     expect(ran.stdout).toMatch(/^10\/10 done$/m);
+    // the comparison as an operator sees it (quoted in issue 57's closing note)
+    console.log(ran.stdout);
 
     // ten held runs of the candidate, one per pull request, each at the head it was opened with
     const { rows: runs } = await pool.query(
