@@ -1,5 +1,6 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: ${NAME} is the configuration substitution syntax
 import { rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import pg from "pg";
@@ -24,7 +25,8 @@ const CHEAP_KEY = "sk-budget-cheap-0002";
 const PRICE = { input: 1000, output: 2000 };
 /** ten answers of $0.18 spend $1.80: past it; nine ($1.62) are not */
 const PER_DAY = 1.75;
-const CLOCK = join(import.meta.dirname, ".budget-clock");
+// outside the checkout: a run of the suite leaves nothing in the source tree
+const CLOCK = join(tmpdir(), `svc-budget-clock-${process.pid}`);
 
 const day = (offset: number) => {
   const now = new Date();
