@@ -137,3 +137,35 @@ function totalsRow(label: string, totals: VersionTotalsView): string[] {
     rateWithInterval(totals.humanCommentsFound),
   ];
 }
+
+/** `GET /evals/backtests` as the CLI reads it. */
+export interface BacktestList {
+  backtests: {
+    id: string;
+    pipeline: string;
+    candidateVersion: string;
+    liveVersion: string;
+    createdAt: string;
+    pulls: number;
+    ended: number;
+    compared: number;
+  }[];
+}
+
+/** The backtests, newest first, one line each. */
+export function backtestList(list: BacktestList): string {
+  if (list.backtests.length === 0)
+    return "no backtests yet: start one with svc eval backtest <pipeline> --version-file <file> --last 30d";
+  return table(
+    ["ID", "PIPELINE", "CANDIDATE", "LIVE", "STARTED", "RUNS ENDED", "COMPARED"],
+    list.backtests.map((b) => [
+      b.id,
+      b.pipeline,
+      b.candidateVersion,
+      b.liveVersion,
+      b.createdAt.slice(0, 16).replace("T", " "),
+      `${b.ended}/${b.pulls}`,
+      `${b.compared}/${b.pulls}`,
+    ]),
+  );
+}

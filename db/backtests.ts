@@ -195,3 +195,39 @@ export async function saveComparison(
     [backtest, item.repo, item.number, JSON.stringify(comparison)],
   );
 }
+
+/** A backtest as listed: its versions and how far its runs and comparisons have come. */
+export interface BacktestSummary {
+  id: string;
+  pipeline: string;
+  candidateVersion: string;
+  liveVersion: string;
+  createdAt: Date;
+  pulls: number;
+  /** items whose held run's trigger has ended */
+  ended: number;
+  /** items whose comparison was computed (the first read of the backtest after its run ended) */
+  compared: number;
+}
+
+/** The newest backtests, of one pipeline or all. */
+export async function listBacktests(
+  db: Queryable,
+  filter: { pipeline?: string; limit: number },
+): Promise<BacktestSummary[]> {
+  const { rows } = await db.query<BacktestSummary>(
+    `SELECT b.id, b.pipeline, b.candidate_version AS "candidateVersion", b.live_version AS "liveVersion",
+            b.created_at AS "createdAt", count(i.repo)::int AS pulls,
+            count(i.repo) FILTER (WHERE t.status IS NOT NULL AND t.status NOT IN ('queued', 'running'))::int AS ended,
+            count(i.comparison)::int AS compared
+       FROM svc.backtests b
+       LEFT JOIN svc.backtest_items i ON i.backtest_id = b.id
+       LEFT JOIN svc.triggers t ON t.id = i.trigger_id
+      WHERE $1::text IS NULL OR b.pipeline = $1
+      GROUP BY b.id
+      ORDER BY b.created_at DESC, b.id
+      LIMIT $2`,
+    [filter.pipeline ?? null, filter.limit],
+  );
+  return rows;
+}

@@ -23,8 +23,9 @@ export const API_ROUTES: readonly RouteSpec[] = [
   ...WORKLOAD_ROUTES,
   ...KNOWLEDGE_ROUTES,
   ...REPO_ROUTES,
-  ...EVAL_ROUTES,
+  // before EVAL_ROUTES: its `/evals/:id` would take `/evals/backtests`
   ...BACKTEST_ROUTES,
+  ...EVAL_ROUTES,
   ...ADMIN_ROUTES,
   ...TOOL_ROUTES,
 ];

@@ -1,6 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Args, Command, Flags } from "@oclif/core";
-import { type BacktestReportView, type BacktestStarted, backtestReport } from "../../eval-backtest-view.ts";
+import {
+  type BacktestList,
+  type BacktestReportView,
+  type BacktestStarted,
+  backtestList,
+  backtestReport,
+} from "../../eval-backtest-view.ts";
 import { fromDaemon } from "../../from-daemon.ts";
 
 const BACKTEST_ID = /^bkt_[a-z2-7]+$/;
@@ -19,7 +25,8 @@ export default class EvalBacktest extends Command {
     "version's findings on the same events where it ran, with totals and 95% Wilson intervals. With " +
     "--replay-answers the candidate's model calls are answered with the model answers the live runs recorded " +
     "(the pipeline's record_answers), never by the model API, so only the prompt differs. Waits, printing " +
-    "progress, unless --no-wait; `svc eval backtest bkt_…` shows (and waits for) a backtest started earlier. " +
+    "progress, unless --no-wait; `svc eval backtest bkt_…` shows (and waits for) a backtest started earlier, " +
+    "and `svc eval backtest` alone lists the newest backtests (GET /evals/backtests). " +
     'Needs `evals:write` and `pipelines:invoke`. See docs/evals.md, "Backtests".';
   static override examples = [
     "<%= config.bin %> eval backtest pr-review --version-file pipelines/pr-review.next.yaml --last 30d",
@@ -28,12 +35,13 @@ export default class EvalBacktest extends Command {
     "<%= config.bin %> eval backtest pr-review --version-file pipelines/pr-review.next.yaml --last 30d --replay-answers",
     "<%= config.bin %> eval backtest pr-review --version-file pipelines/pr-review.next.yaml --last 7d --no-wait",
     "<%= config.bin %> eval backtest bkt_2m4k6q8s0u2w4y6a8c0e --json",
+    "<%= config.bin %> eval backtest",
   ];
   static override enableJsonFlag = true;
   static override args = {
     pipeline: Args.string({
-      description: "the pipeline whose candidate is replayed, or a backtest id (bkt_…) to show",
-      required: true,
+      description:
+        "the pipeline whose candidate is replayed, or a backtest id (bkt_…) to show; none: list the newest backtests",
     }),
   };
   static override flags = {
@@ -76,8 +84,13 @@ export default class EvalBacktest extends Command {
     }),
   };
 
-  async run(): Promise<BacktestReportView | BacktestStarted> {
+  async run(): Promise<BacktestReportView | BacktestStarted | BacktestList> {
     const { args, flags } = await this.parse(EvalBacktest);
+    if (args.pipeline === undefined) {
+      const list: BacktestList = await fromDaemon(this, (client) => client.get("/evals/backtests"));
+      if (!this.jsonEnabled()) this.log(backtestList(list));
+      return list;
+    }
     let id = args.pipeline;
     if (!BACKTEST_ID.test(id)) {
       const versionFile = flags["version-file"];

@@ -1,4 +1,4 @@
-import { getBacktest, startBacktest } from "../../../db/backtests.ts";
+import { getBacktest, listBacktests, startBacktest } from "../../../db/backtests.ts";
 import type { BacktestSelection } from "../../../db/merged-pulls.ts";
 import { triggersWithRecordedAnswers } from "../../../db/recorded-answers.ts";
 import { VERSION_FILE } from "../../../shared/config/pipeline/shadow.ts";
@@ -6,7 +6,7 @@ import { isIdOf } from "../../../shared/ids.ts";
 import { backtestReport } from "../../evals/backtest-report.ts";
 import { ok } from "../context.ts";
 import { badRequest, notFound } from "../errors.ts";
-import { allowOnlyKeys, bodyObject, parseSince, pathParam } from "../input.ts";
+import { allowOnlyKeys, bodyObject, parseSince, pathParam, queryInt, queryString } from "../input.ts";
 import type { Reply, RouteContext } from "../types.ts";
 import { backtestReads, mergedOnHost, nothingToReplay, notRecordedReason } from "./backtest-hosts.ts";
 import { pipelineNamed } from "./firing.ts";
@@ -165,4 +165,14 @@ export async function getBacktestRoute(ctx: RouteContext): Promise<Reply> {
   if (!backtest) throw notFound("backtest");
   const report = await backtestReport({ ...ctx.deps, reads: () => backtestReads(ctx) }, backtest);
   return ok(report);
+}
+
+/**
+ * `GET /evals/backtests`: the newest backtests (of `pipeline`, else all), so one started with
+ * `--no-wait` can be found again.
+ */
+export async function listBacktestsRoute(ctx: RouteContext): Promise<Reply> {
+  const pipeline = queryString(ctx.req, "pipeline");
+  const limit = queryInt(ctx.req, "limit", 20, 1, 200);
+  return ok({ backtests: await listBacktests(ctx.deps.pool, { ...(pipeline ? { pipeline } : {}), limit }) });
 }

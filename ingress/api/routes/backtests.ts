@@ -1,4 +1,4 @@
-import { createBacktestRoute, getBacktestRoute } from "../handlers/backtests.ts";
+import { createBacktestRoute, getBacktestRoute, listBacktestsRoute } from "../handlers/backtests.ts";
 import type { RouteSpec } from "../types.ts";
 
 /** Backtests (issue 57): a pipeline's candidate version replayed on merged pull requests, outputs held back. */
@@ -28,6 +28,18 @@ export const BACKTEST_ROUTES: readonly RouteSpec[] = [
         limit: { type: "integer" },
         replay_answers: { type: "boolean" },
       },
+    },
+  },
+  {
+    method: "GET",
+    path: "/evals/backtests",
+    scope: "evals:write",
+    summary:
+      "the newest backtests, of `pipeline` or all (`limit`, default 20): id, pipeline, candidate and live versions, when, how many pull requests, runs ended and compared",
+    handler: listBacktestsRoute,
+    query: {
+      pipeline: "only this pipeline's backtests",
+      limit: "at most this many, 1 to 200 (default 20)",
     },
   },
   {

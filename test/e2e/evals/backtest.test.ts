@@ -336,6 +336,13 @@ worker:
       /^1\.0\.0 \(live\)\s+10\s+10\s+0\.0% \[0\.0–\d+\.\d\] \(0\/10\)\s+0\.0% \[0\.0–\d+\.\d\] \(0\/10\)\s+0\.0% \[0\.0–\d+\.\d\] \(0\/5\)$/m,
     );
 
+    // listed with the rest, so a backtest started with --no-wait can be found again
+    const listed = await svc(["eval", "backtest"], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(
+      new RegExp(`^${id} +review +1\\.1\\.0-next\\.1 +1\\.0\\.0 +\\S+ \\S+ +10/10 +10/10 *$`, "m"),
+    );
+
     // the same backtest by id, as JSON
     const shown = await svc(["eval", "backtest", id!, "--json"], env);
     expect(shown.code, shown.stderr).toBe(0);
