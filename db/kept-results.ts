@@ -29,3 +29,11 @@ export async function keptResult(
   );
   return rows[0]?.kept_result ?? undefined;
 }
+
+/** Whether the invocation runs its pipeline's shadow candidate (migration 103): its schema is the candidate's. */
+export async function runsShadow(db: Queryable, invocationId: string): Promise<boolean> {
+  const { rows } = await db.query<{ shadow: boolean }>("SELECT shadow FROM svc.invocations WHERE id = $1", [
+    invocationId,
+  ]);
+  return rows[0]?.shadow === true;
+}

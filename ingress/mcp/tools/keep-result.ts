@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { keepResult } from "../../../db/kept-results.ts";
+import { keepResult, runsShadow } from "../../../db/kept-results.ts";
+import { runPipeline } from "../../../shared/config/pipeline/shadow.ts";
 import { checkResult } from "../../../shared/result-check.ts";
 import type { Principal } from "../../auth/principal.ts";
 import { type ToolDefinition, textResult } from "../tool.ts";
@@ -29,7 +30,11 @@ export const keepResultSoFar: ToolDefinition = {
     .strict(),
   async run(input, { principal, deps }) {
     const run = principal.run!;
-    const schema = run.pipeline ? deps.config.pipelines[run.pipeline]?.result?.schema : undefined;
+    // a shadow run keeps a result of its candidate's shape, which may differ from the live one's
+    const pipeline = run.pipeline
+      ? runPipeline(deps.config, run.pipeline, await runsShadow(deps.pool, run.invocation))
+      : undefined;
+    const schema = pipeline?.result?.schema;
     if (!schema)
       return textResult(
         `not kept: pipeline ${run.pipeline ?? "(none)"} has no result.schema on this daemon`,

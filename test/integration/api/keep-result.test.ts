@@ -22,7 +22,20 @@ let db: TestDatabase;
 let api: ApiHarness;
 let running: string;
 let ended: string;
-const tokens: Record<"keeper" | "plainRun" | "endedRun", string> = { keeper: "", plainRun: "", endedRun: "" };
+let shadowTask: string;
+const tokens: Record<"keeper" | "plainRun" | "endedRun" | "shadow", string> = {
+  keeper: "",
+  plainRun: "",
+  endedRun: "",
+  shadow: "",
+};
+/** the shadow candidate's result: another shape than the live version's */
+const CANDIDATE_SCHEMA = {
+  type: "object",
+  properties: { summary: { type: "string" } },
+  required: ["summary"],
+  additionalProperties: false,
+};
 
 async function connect(token: string): Promise<Client> {
   const client = new Client({ name: "svc-test", version: "1.0.0" });
@@ -58,7 +71,18 @@ beforeAll(async () => {
   const plain = config.pipelines.plain!;
   api = await startApi(db.url, {
     ...config,
-    pipelines: { ...config.pipelines, plain: { ...plain, result: { schema: SCHEMA } } },
+    pipelines: {
+      ...config.pipelines,
+      plain: {
+        ...plain,
+        result: { schema: SCHEMA },
+        shadow: {
+          versionFile: "pipelines/plain.next.yaml",
+          share: 1,
+          candidate: { ...plain, version: "2.0.0-next.1", result: { schema: CANDIDATE_SCHEMA } },
+        },
+      },
+    },
   });
   const ids = await seedLineage(api.pool);
   ended = ids.task;
@@ -80,6 +104,27 @@ beforeAll(async () => {
   tokens.keeper = await issue({ task: running, keepsResult: true });
   tokens.plainRun = await issue({ task: running });
   tokens.endedRun = await issue({ task: ended, keepsResult: true });
+  // a shadow run of the same pipeline: its own invocation, running the candidate
+  const shadowInvocation = newId("invocation");
+  await api.pool.query(
+    `INSERT INTO svc.invocations (id, workload_id, status, target, shadow, outputs_held)
+     SELECT $1, workload_id, 'running', target, true, true FROM svc.invocations WHERE id = $2`,
+    [shadowInvocation, ids.invocation],
+  );
+  shadowTask = newId("task");
+  await api.pool.query(
+    `INSERT INTO svc.tasks (id, invocation_id, kind, name, seq, status) VALUES ($1, $2, 'agent', 'agent', 1, 'running')`,
+    [shadowTask, shadowInvocation],
+  );
+  tokens.shadow = (
+    await issueRunToken(api.pool, {
+      invocationId: shadowInvocation,
+      scopes: ["mcp:read", "mcp:write"],
+      sandboxed: false,
+      expiresAt: new Date(Date.now() + 600_000),
+      run: { pipeline: "plain", outsider: false, task: shadowTask, keepsResult: true },
+    })
+  ).token;
 });
 
 afterAll(async () => {
@@ -121,6 +166,17 @@ describe("keep_result_so_far", () => {
       text: expect.stringContaining("at /review: must have required property 'review'"),
     });
     expect(await kept(running)).toEqual(review("SECOND"));
+  });
+
+  it("a shadow run's result is checked against its candidate's result.schema, not the live one's", async () => {
+    const live = await keep(tokens.shadow, review("LIVE SHAPE"));
+    expect(live).toEqual({
+      isError: true,
+      text: expect.stringContaining("not kept: the result does not match result.schema"),
+    });
+    expect(await kept(shadowTask)).toBeNull();
+    expect(await keep(tokens.shadow, { summary: "the candidate's shape" })).toMatchObject({ isError: false });
+    expect(await kept(shadowTask)).toEqual({ summary: "the candidate's shape" });
   });
 
   it("an agent attempt that has ended keeps nothing", async () => {
