@@ -11,7 +11,8 @@ import { type RoleProcess, startIngress, startWorkerProcess, writeConfigDir } fr
 /**
  * `trigger.schedule` with real processes: two workers register the same `* * * * *` schedule on
  * pg-boss's scheduler, whose cron check runs every second (SVC_SCHEDULE_CHECK_SECONDS=1, so each
- * tick is raced by about sixty passes of two instances), for three ticks.
+ * tick is raced by about sixty passes of two instances), for two ticks (each a minute of the
+ * suite's time: two show exactly-once as well as three did).
  */
 const TOKEN = "e2e-hook-token-0123456789";
 const MINUTE = 60_000;
@@ -76,16 +77,16 @@ describe("schedules fired by two worker processes", () => {
   }
 
   it(
-    "over three minutes each tick fires exactly once",
+    "over two minutes each tick fires exactly once",
     async () => {
       const first = Math.ceil(startedAt / MINUTE) * MINUTE;
-      const expected = [0, 1, 2].map((i) => new Date(first + i * MINUTE).toISOString());
+      const expected = [0, 1].map((i) => new Date(first + i * MINUTE).toISOString());
       await waitFor(
         async () => {
           const fired = (await ticks()).map((t) => t.delivery_id);
-          return fired.includes(expected[2]!);
+          return fired.includes(expected[1]!);
         },
-        "the third tick to fire",
+        "the second tick to fire",
         4 * MINUTE,
       );
       // a moment for a late duplicate to show up, were there one
@@ -113,7 +114,7 @@ describe("schedules fired by two worker processes", () => {
       expect(runNow.rows[0].n).toBe(0);
 
       // the run: EVENT_NAME and EVENT_SOURCE are `schedule`, PAYLOAD_JSON the payload
-      const last = since[2]!;
+      const last = since[1]!;
       await waitForTrigger(pool, last.id);
       const { workloads, invocations } = await lineage(pool, last.id);
       expect(workloads.map((w) => w.pipeline)).toEqual(["tick"]);
