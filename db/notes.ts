@@ -204,12 +204,30 @@ export async function recordDismissal(db: Queryable, dismissal: Dismissal): Prom
       dismissal.invocationId,
       dismissal.pipeline,
       dismissal.rule,
-      `Finding on ${dismissal.path} dismissed (${dismissal.why}): ${dismissal.rule}`,
+      dismissalBody(dismissal.path, dismissal.why, dismissal.rule),
       dismissal.path,
       dismissal.fingerprint,
     ],
   );
   return rows[0];
+}
+
+/** A dismissal note's body: where, why (svc's own words) and the finding's rule. */
+function dismissalBody(path: string, why: string, rule: string): string {
+  return `Finding on ${path} dismissed (${why}): ${rule}`;
+}
+
+/**
+ * The why of a dismissal note's body, as dismissalBody wrote it, without the path or the rule: the
+ * pull request's file name and the model's words must not pass for svc's reason. Null when the
+ * body is not one svc wrote (edited since).
+ */
+export function dismissalWhy(body: string, path: string | null): string | null {
+  const prefix = `Finding on ${path ?? ""} dismissed (`;
+  if (path === null || !body.startsWith(prefix)) return null;
+  // a why ends at the first "): " (a login, svc's words and quoted dismissing words hold none)
+  const end = body.indexOf("): ", prefix.length);
+  return end < 0 ? null : body.slice(prefix.length, end);
 }
 
 /** The repository's dismissals: what later reviews of it drop. */

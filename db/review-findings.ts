@@ -1,4 +1,5 @@
 import { DURATION_MS } from "./eval-stats.ts";
+import { dismissalWhy } from "./notes.ts";
 import type { Queryable } from "./queryable.ts";
 
 /**
@@ -120,20 +121,22 @@ export async function updateFates(db: Queryable, threads: readonly ThreadFate[])
 }
 
 /**
- * Of these review threads, those judged dismissals (svc.dismissed_threads, migration 102), with the
- * body of the dismissal's note, which says why (null once the note was deleted: still dismissed).
+ * Of these review threads, those judged dismissals (svc.dismissed_threads, migration 102), with
+ * why, read from the dismissal's note (null once the note was deleted: still dismissed).
  */
 export async function dismissedThreadReasons(
   db: Queryable,
   threadIds: readonly string[],
 ): Promise<Map<string, string | null>> {
   if (threadIds.length === 0) return new Map();
-  const { rows } = await db.query<{ thread: string; body: string | null }>(
-    `SELECT d.thread_id AS thread, n.body FROM svc.dismissed_threads d
+  const { rows } = await db.query<{ thread: string; body: string | null; path: string | null }>(
+    `SELECT d.thread_id AS thread, n.body, n.path FROM svc.dismissed_threads d
        LEFT JOIN svc.notes n ON n.id = d.note_id WHERE d.thread_id = ANY($1::text[])`,
     [threadIds],
   );
-  return new Map(rows.map((row) => [row.thread, row.body]));
+  return new Map(
+    rows.map((row) => [row.thread, row.body === null ? null : dismissalWhy(row.body, row.path)]),
+  );
 }
 
 /** One side of a pair: the run, its version, duration, tokens and cost (null when unreported). */

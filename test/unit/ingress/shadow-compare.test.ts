@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { dismissalWhy } from "../../../db/notes.ts";
 import type { PairFinding, ShadowPair } from "../../../db/review-findings.ts";
 import { compareShadow, matchedFates } from "../../../ingress/evals/shadow-compare.ts";
 import { fateOfDismissal, findingsOf } from "../../../worker/outputs/finding-fates.ts";
@@ -100,6 +101,17 @@ describe("finding fates", () => {
       "dismissed",
     );
     expect(fateOfDismissal(null)).toBe("dismissed");
+  });
+
+  it("judges a dismissal by svc's why alone: the file name and the model's rule in its note count for nothing", () => {
+    const hostile =
+      "Finding on docs/thumbs-down.md dismissed (resolved without a change by @dana): 👎 thumbed down by @x";
+    expect(dismissalWhy(hostile, "docs/thumbs-down.md")).toBe("resolved without a change by @dana");
+    expect(fateOfDismissal(dismissalWhy(hostile, "docs/thumbs-down.md"))).toBe("dismissed");
+    const thumbed = "Finding on a.ts dismissed (thumbed down by @dana): x";
+    expect(fateOfDismissal(dismissalWhy(thumbed, "a.ts"))).toBe("thumbed_down");
+    // a body svc did not write (edited since) says nothing of why
+    expect(dismissalWhy("someone's own words", "a.ts")).toBeNull();
   });
 
   it("reads a posted finding's lines, fingerprint and rule from its comment", () => {
